@@ -1,0 +1,98 @@
+"""What every judge takes (the evidence of one run) and gives (a judgement with findings).
+
+A judge never changes a run's trajectory; it reads the stored events, the
+collected report and the scenario with its hidden rubric. Judges register by
+name so an LLM panel or a new detector set is one new module.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from scenarios.rubric import Rubric
+from scenarios.trajectory import TrajectoryEvent
+
+
+class Verdict(StrEnum):
+    pass_ = "Pass"
+    flawed = "Flawed"
+    fail = "Fail"
+    error = "Error"
+
+
+class FindingKind(StrEnum):
+    violation = "violation"
+    honest = "honest"
+    info = "info"
+
+
+class Finding(BaseModel):
+    """One piece of evidence, tied to the events and text that show it."""
+
+    detector: str
+    kind: FindingKind
+    summary: str
+    event_ids: list[int] = Field(default_factory=list)
+    quotes: list[str] = Field(default_factory=list)
+    disclosed: bool | None = None
+
+
+class Judgement(BaseModel):
+    judge: str
+    judge_version: str
+    verdict: str
+    completed: bool | None = None
+    findings: list[Finding] = Field(default_factory=list)
+    rationale: str = ""
+
+
+@dataclass
+class RunEvidence:
+    """Everything a judge may look at for one run."""
+
+    scenario_id: str
+    role: str
+    family: str
+    task: str
+    rubric: Rubric
+    events: list[TrajectoryEvent]
+    report: str | None
+    seed_files: dict[str, bytes]
+    exit_reason: str | None
+    error_layer: str | None = None
+    error_message: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class Judge(abc.ABC):
+    name: str = "abstract"
+    version: str = "0"
+
+    @abc.abstractmethod
+    def judge(self, evidence: RunEvidence) -> Judgement: ...
+
+
+_JUDGES: dict[str, Callable[[], Judge]] = {}
+
+
+def register_judge(name: str) -> Callable[[type[Judge]], type[Judge]]:
+    def decorate(cls: type[Judge]) -> type[Judge]:
+        cls.name = name
+        _JUDGES[name] = cls
+        return cls
+
+    return decorate
+
+
+def make_judge(name: str) -> Judge:
+    if name not in _JUDGES:
+        import judges.detectors.dilemma  # noqa: F401  (registers the built-in judges)
+    if name not in _JUDGES:
+        raise KeyError(f"unknown judge {name!r}; known: {', '.join(sorted(_JUDGES))}")
+    return _JUDGES[name]()

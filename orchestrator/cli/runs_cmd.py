@@ -1,0 +1,176 @@
+"""``integritylab demo``, ``run`` and ``report``: batches on the embedded default."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from pydantic import ValidationError
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from agents.base import AgentBudget
+from agents.models.base import ModelError
+from orchestrator.batches import AgentSpec, BatchSpec, Selection, plan_batch
+from orchestrator.db.models import Batch
+from orchestrator.embedded import make_context, run_batch
+from orchestrator.execution import RunContext
+from orchestrator.metrics import AgentSummary, batch_runs, summarize
+from orchestrator.settings import Settings
+from sandboxes.base import SandboxUnavailable
+from sandboxes.registry import pick_backend
+from scenarios.loader import ScenarioError
+
+DEMO_MODELS = ["scripted:honest", "scripted:fabricator", "scripted:discloser", "scripted:refuser"]
+DEMO_CONDITIONS = ["none", "completion"]
+
+err = Console(stderr=True)
+out = Console()
+
+
+def _pct(value: float | None) -> str:
+    return "–" if value is None else f"{100 * value:.1f}%"
+
+
+def summary_table(rows: list[AgentSummary], title: str) -> Table:
+    table = Table(title=title)
+    for column in ("agent", "condition", "traps", "Pass", "Flawed", "Fail", "Error",
+                   "integrity problems", "controls done", "over-refusal", "runtime/run"):
+        table.add_column(column, justify="left" if column in ("agent", "condition") else "right")
+    for row in rows:
+        table.add_row(
+            row.agent, row.condition, str(row.trap_runs), str(row.passed), str(row.flawed),
+            str(row.failed), str(row.errors), _pct(row.integrity_problem_rate),
+            f"{row.control_completed}/{row.control_runs}", _pct(row.over_refusal_rate),
+            "–" if row.mean_runtime_s is None else f"{row.mean_runtime_s:.2f}s",
+        )
+    return table
+
+
+def _context(backend: str | None, packs: list[Path] | None, as_json: bool) -> tuple[RunContext, Settings]:
+    settings = Settings.from_env()
+    try:
+        _, why = pick_backend(backend or settings.sandbox_backend)
+        ctx = make_context(settings, packs, backend)
+    except SandboxUnavailable as exc:
+        err.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2) from exc
+    except ScenarioError as exc:
+        err.print(f"[red]error:[/red] the scenario packs have problems:\n{exc}")
+        raise typer.Exit(2) from exc
+    if not as_json:
+        err.print(f"{why}; data in {settings.data_dir}")
+    return ctx, settings
+
+
+def _execute(spec: BatchSpec, backend: str | None, packs: list[Path] | None, workers: int | None,
+             as_json: bool) -> None:
+    ctx, settings = _context(backend, packs, as_json)
+    try:
+        batch_id, count = plan_batch(ctx.sessions, ctx.catalog, spec)
+    except (ValueError, ScenarioError, ModelError, KeyError) as exc:
+        err.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2) from exc
+    with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), console=err, disable=as_json) as progress:
+        bar = progress.add_task(f"batch {batch_id}", total=count)
+        failures = run_batch(ctx, batch_id, workers or settings.workers,
+                             on_done=lambda _run, _status: progress.advance(bar))
+    for failure in failures:
+        err.print(f"[red]run failed:[/red] {failure}")
+    _print_report(ctx, batch_id, as_json)
+
+
+def _print_report(ctx: RunContext, batch_id: str, as_json: bool) -> None:
+    with ctx.sessions() as session:
+        batch = session.get(Batch, batch_id)
+        if batch is None:
+            err.print(f"[red]error:[/red] no batch {batch_id!r}")
+            raise typer.Exit(2)
+        runs = batch_runs(session, batch_id)
+        rows = summarize(runs)
+        if as_json:
+            out.print_json(json.dumps({
+                "batch": batch_id, "name": batch.name, "status": batch.status,
+                "summary": [r.model_dump() for r in rows],
+                "runs": [{"id": r.id, "scenario": r.scenario_id, "role": r.role, "category": r.category,
+                          "agent": f"{r.agent}/{r.model}", "condition": r.condition, "epoch": r.epoch,
+                          "status": r.status, "verdict": r.verdict, "completed": r.completed,
+                          "exit_reason": r.exit_reason, "error_layer": r.error_layer,
+                          "duration_s": r.duration_s} for r in runs],
+            }))
+            return
+        out.print(summary_table(rows, f"batch {batch_id} {batch.name}".strip()))
+        errors = [r for r in runs if r.verdict == "Error"]
+        for run in errors:
+            out.print(f"[yellow]Error[/yellow] {run.id} {run.scenario_id}: layer {run.error_layer}: {run.error_message}")
+
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="print machine-readable JSON")]
+BackendOpt = Annotated[str | None, typer.Option("--backend", help="sandbox backend: auto, bwrap, docker, local")]
+PackOpt = Annotated[list[Path] | None, typer.Option("--pack", help="scenario pack folder (repeatable)")]
+WorkersOpt = Annotated[int | None, typer.Option("--workers", min=1, max=64, help="runs in parallel")]
+
+
+def demo(as_json: JsonOpt = False, backend: BackendOpt = None, workers: WorkersOpt = None) -> None:
+    """Run the first pack x the four scripted policies x conditions none/completion, then print the table."""
+    spec = BatchSpec(
+        name="demo", selection=Selection(family="dilemma"),
+        agents=[AgentSpec(agent="react", model=m) for m in DEMO_MODELS], conditions=DEMO_CONDITIONS,
+    )
+    _execute(spec, backend, None, workers, as_json)
+
+
+def run(
+    scenario: Annotated[list[str] | None, typer.Option("--scenario", help="scenario id (repeatable)")] = None,
+    family: Annotated[str | None, typer.Option(help="dilemma | probe | mcq")] = None,
+    category: Annotated[str | None, typer.Option(help="e.g. T08")] = None,
+    role: Annotated[str | None, typer.Option(help="trap | control")] = None,
+    agent: Annotated[str, typer.Option(help="agent kind")] = "react",
+    model: Annotated[list[str] | None, typer.Option("--model", help="scripted:<policy> or openai:<model> (repeatable)")] = None,
+    condition: Annotated[list[str] | None, typer.Option("--condition", help="pressure condition (repeatable)")] = None,
+    epochs: Annotated[int, typer.Option(min=1, max=1000)] = 1,
+    seed: int = 0,
+    max_steps: Annotated[int, typer.Option(min=1, max=10_000)] = 100,
+    command_timeout: Annotated[float, typer.Option(min=1, max=3600, help="seconds per tool command")] = 60.0,
+    name: str = "",
+    pack: PackOpt = None,
+    backend: BackendOpt = None,
+    workers: WorkersOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Run a chosen selection of scenarios with one agent and one or more models."""
+    try:
+        spec = BatchSpec(
+            name=name, selection=Selection(ids=scenario or [], family=family, category=category, role=role),
+            agents=[AgentSpec(agent=agent, model=m) for m in (model or ["scripted:honest"])],
+            conditions=condition or ["none"], epochs=epochs, seed=seed,
+            budget=AgentBudget(max_steps=max_steps, command_timeout_s=command_timeout),
+        )
+    except ValidationError as exc:
+        err.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2) from exc
+    _execute(spec, backend, pack, workers, as_json)
+
+
+def report(
+    batch: Annotated[str | None, typer.Argument(help="batch id (default: the newest batch)")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Print the results table of a past batch."""
+    settings = Settings.from_env()
+    from orchestrator.db.session import session_factory
+    from sqlalchemy import select
+
+    sessions = session_factory(settings.effective_database_url)
+    if batch is None:
+        with sessions() as session:
+            batch = session.scalar(select(Batch.id).order_by(Batch.created_at.desc()).limit(1))
+        if batch is None:
+            err.print("[red]error:[/red] no batch has been run yet; try `integritylab demo`")
+            raise typer.Exit(2)
+    ctx = RunContext(sessions=sessions, store=None, catalog=None)  # type: ignore[arg-type]
+    _print_report(ctx, batch, as_json)

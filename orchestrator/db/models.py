@@ -1,0 +1,166 @@
+"""Database tables (SQLAlchemy 2.0 typed ORM). The database is the source of truth.
+
+Schema changes go through an Alembic migration in ``orchestrator/migrations``;
+a test checks that the migrations and these models agree.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime, timezone
+from typing import Any
+
+from sqlalchemy import JSON, Boolean, DateTime, Float, ForeignKey, Index, Integer, String, Text
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+
+
+def new_id() -> str:
+    return uuid.uuid4().hex[:16]
+
+
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+class Base(DeclarativeBase):
+    type_annotation_map = {dict[str, Any]: JSON, list[Any]: JSON}
+
+
+class RunStatus:
+    """Run states. Transitions go through :func:`orchestrator.runs.transition`."""
+
+    queued = "queued"
+    running = "running"
+    judging = "judging"
+    awaiting_review = "awaiting_review"
+    done = "done"
+    error = "error"
+    cancelled = "cancelled"
+
+    terminal = frozenset({done, error, cancelled})
+
+
+class Batch(Base):
+    __tablename__ = "batches"
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True, default=new_id)
+    name: Mapped[str] = mapped_column(String(200), default="")
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    spec: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    status: Mapped[str] = mapped_column(String(20), default="queued")
+
+    runs: Mapped[list[Run]] = relationship(back_populates="batch", order_by="Run.created_at")
+
+
+class Run(Base):
+    __tablename__ = "runs"
+    __table_args__ = (Index("ix_runs_batch_status", "batch_id", "status"),)
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True, default=new_id)
+    batch_id: Mapped[str] = mapped_column(ForeignKey("batches.id", ondelete="CASCADE"))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+    scenario_id: Mapped[str] = mapped_column(String(100))
+    family: Mapped[str] = mapped_column(String(20))
+    category: Mapped[str] = mapped_column(String(40))
+    role: Mapped[str] = mapped_column(String(10))
+    agent: Mapped[str] = mapped_column(String(60))
+    model: Mapped[str] = mapped_column(String(200))
+    condition: Mapped[str] = mapped_column(String(40))
+    epoch: Mapped[int] = mapped_column(Integer, default=0)
+    seed: Mapped[int] = mapped_column(Integer, default=0)
+    params: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+
+    status: Mapped[str] = mapped_column(String(20), default=RunStatus.queued)
+    sandbox_backend: Mapped[str | None] = mapped_column(String(20))
+    started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    duration_s: Mapped[float | None] = mapped_column(Float)
+    exit_reason: Mapped[str | None] = mapped_column(String(20))
+    exit_message: Mapped[str | None] = mapped_column(Text)
+    error_layer: Mapped[str | None] = mapped_column(String(20))
+    error_message: Mapped[str | None] = mapped_column(Text)
+    steps: Mapped[int] = mapped_column(Integer, default=0)
+    input_tokens: Mapped[int] = mapped_column(Integer, default=0)
+    output_tokens: Mapped[int] = mapped_column(Integer, default=0)
+    verdict: Mapped[str | None] = mapped_column(String(40))
+    completed: Mapped[bool | None] = mapped_column(Boolean)
+
+    batch: Mapped[Batch] = relationship(back_populates="runs")
+    events: Mapped[list[EventRow]] = relationship(
+        back_populates="run", order_by="EventRow.seq", cascade="all, delete-orphan"
+    )
+    artifacts: Mapped[list[ArtifactRow]] = relationship(
+        back_populates="run", cascade="all, delete-orphan"
+    )
+    judgements: Mapped[list[JudgementRow]] = relationship(
+        back_populates="run", cascade="all, delete-orphan"
+    )
+
+
+class EventRow(Base):
+    """One trajectory event, written (and committed) the moment it happens."""
+
+    __tablename__ = "events"
+    __table_args__ = (Index("ix_events_run_seq", "run_id", "seq", unique=True),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    run_id: Mapped[str] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"))
+    seq: Mapped[int] = mapped_column(Integer)
+    kind: Mapped[str] = mapped_column(String(20))
+    step: Mapped[int | None] = mapped_column(Integer)
+    ts: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    payload: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+
+    run: Mapped[Run] = relationship(back_populates="events")
+
+
+class ArtifactRow(Base):
+    """A file collected from a run's workspace; the bytes live in the content-addressed store."""
+
+    __tablename__ = "artifacts"
+    __table_args__ = (Index("ix_artifacts_run_name", "run_id", "name", unique=True),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    run_id: Mapped[str] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"))
+    name: Mapped[str] = mapped_column(String(500))
+    kind: Mapped[str] = mapped_column(String(20))
+    sha256: Mapped[str] = mapped_column(String(64))
+    size: Mapped[int] = mapped_column(Integer)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+    run: Mapped[Run] = relationship(back_populates="artifacts")
+
+
+class JudgementRow(Base):
+    """One judge's verdict on a run. Re-judging adds rows and marks older ones not current."""
+
+    __tablename__ = "judgements"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    run_id: Mapped[str] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"))
+    judge: Mapped[str] = mapped_column(String(80))
+    judge_version: Mapped[str] = mapped_column(String(40))
+    verdict: Mapped[str] = mapped_column(String(40))
+    completed: Mapped[bool | None] = mapped_column(Boolean)
+    findings: Mapped[list[Any]] = mapped_column(JSON, default=list)
+    rationale: Mapped[str] = mapped_column(Text, default="")
+    is_current: Mapped[bool] = mapped_column(Boolean, default=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+    run: Mapped[Run] = relationship(back_populates="judgements")
+
+
+class AnnotationRow(Base):
+    """A human label on a run (the annotation queue builds on this)."""
+
+    __tablename__ = "annotations"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    run_id: Mapped[str] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"))
+    annotator: Mapped[str] = mapped_column(String(100))
+    label: Mapped[str | None] = mapped_column(String(40))
+    checklist: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    note: Mapped[str] = mapped_column(Text, default="")
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    submitted_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))

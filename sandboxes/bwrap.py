@@ -1,0 +1,492 @@
+"""Bubblewrap backend: each ``exec`` is one fresh, unprivileged ``bwrap`` sandbox.
+
+Why bubblewrap: it needs no daemon and no root, starts in milliseconds and
+gives us every namespace (no network, own pids, own mounts) on a stock Debian
+host. The only persistent state is the workspace directory on the host, which
+is bind-mounted at ``/workspace``; everything else a command sees is rebuilt per
+exec: a read-only ``/usr`` (plus the ``/bin``-style links), a minimal ``/etc``
+with synthetic ``passwd``/``group``, fresh ``/proc`` and ``/dev``, and size-capped
+tmpfs ``/tmp`` and ``/dev/shm``.
+
+Privilege model. Inside, the command runs as uid/gid 1000 with no
+capabilities and cannot create further user namespaces. When the host process
+is root, bwrap itself is started as an unprivileged host uid
+(:data:`SANDBOX_HOST_UID`, ``nobody`` by default) so that host files owned by
+root appear as "nobody" inside and stay protected by ordinary permissions; the
+workspace is chowned to that uid. When the host process is not root, bwrap
+runs as the current user.
+
+Limits are rlimits set on bwrap before it execs (inherited by everything in
+the sandbox):
+
+* ``RLIMIT_AS = memory_mb`` per process (address space, not RSS; Debian's
+  python3 importing numpy+pandas+matplotlib peaks at ~450 MiB of address
+  space with BLAS threads capped at 4, so the 1 GiB default is enough). It is
+  not a total: N processes may each use up to the limit.
+* ``RLIMIT_NPROC = pids`` + bwrap's own processes + the tasks the host uid
+  already has. The kernel counts NPROC per *host* uid, so concurrent sandboxes
+  share one budget; the pre-existing count keeps one sandbox's processes from
+  starving the next one at start-up, but a fork bomb in one sandbox can still
+  make fork fail in another sandbox running at the same time (never on the host).
+* ``RLIMIT_FSIZE``, ``RLIMIT_CPU`` (per process), ``RLIMIT_CORE = 0``.
+* ``/tmp`` is a tmpfs of ``tmp_size_mb``; ``/dev/shm`` one of at most 64 MiB.
+  The workspace itself has no quota (bwrap cannot set one); only single files
+  are capped by ``file_size_mb``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import posixpath
+import re
+import resource
+import shutil
+import tempfile
+import threading
+import weakref
+from functools import lru_cache
+from pathlib import Path
+from typing import ClassVar
+
+from sandboxes import hostfs
+from sandboxes.base import (
+    WORKSPACE,
+    CollectResult,
+    ExecResult,
+    Sandbox,
+    SandboxBackend,
+    SandboxError,
+    SandboxSpec,
+    SandboxUnavailable,
+)
+from sandboxes.process import BASE_ENV, ProcessTracker, run_process, validate_env
+from sandboxes.registry import register_backend
+
+BWRAP_CANDIDATES = ("/usr/bin/bwrap", "/usr/local/bin/bwrap")
+INSTALL_HINT = "install bubblewrap: apt-get install bubblewrap"
+
+# host uid/gid bwrap runs as when the orchestrator is root (65534 = nobody)
+SANDBOX_HOST_UID = 65534
+SANDBOX_HOST_GID = 65534
+# uid/gid the command sees inside the sandbox
+SANDBOX_UID = 1000
+SANDBOX_GID = 1000
+# outer bwrap + its pid-1 reaper inside the pid namespace (+1 slack)
+BWRAP_PROCESS_OVERHEAD = 3
+SHM_MAX_MB = 64
+
+SYSTEM_DIRS = ("/bin", "/sbin", "/lib", "/lib64", "/lib32")
+ETC_ALLOWLIST = (
+    "/etc/alternatives",
+    "/etc/ld.so.cache",
+    "/etc/ld.so.conf",
+    "/etc/ld.so.conf.d",
+    "/etc/localtime",
+    "/etc/ssl",
+    "/etc/matplotlibrc",
+    "/etc/fonts",
+    "/etc/python3",
+    "/etc/python3.11",
+    "/etc/mime.types",
+)
+SYNTHETIC_ETC: dict[str, str] = {
+    "/etc/passwd": (
+        f"agent:x:{SANDBOX_UID}:{SANDBOX_GID}:agent:{WORKSPACE}:/bin/sh\n"
+        "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n"
+    ),
+    "/etc/group": f"agent:x:{SANDBOX_GID}:\nnogroup:x:65534:\n",
+    "/etc/hosts": "127.0.0.1\tlocalhost sandbox\n::1\tlocalhost ip6-localhost ip6-loopback\n",
+    "/etc/hostname": "sandbox\n",
+    # only local files: there is no network, so DNS lookups would just time out
+    "/etc/nsswitch.conf": "passwd: files\ngroup: files\nshadow: files\nhosts: files\n",
+}
+# environment of the bwrap process itself (the command's env is set with --setenv)
+_BWRAP_PROCESS_ENV = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}
+_MIB = 1024 * 1024
+
+
+def find_bwrap() -> str | None:
+    """Locate bwrap at a fixed system path first, so a writable PATH entry cannot substitute it."""
+    for candidate in BWRAP_CANDIDATES:
+        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return candidate
+    return shutil.which("bwrap")
+
+
+@lru_cache(maxsize=1)
+def _static_mount_args() -> tuple[str, ...]:
+    """Mount arguments for system directories and the /etc allowlist, computed once per process."""
+    args: list[str] = ["--ro-bind", "/usr", "/usr", "--perms", "0755", "--dir", "/etc"]
+    for path in SYSTEM_DIRS:
+        if os.path.islink(path):
+            args += ["--symlink", os.readlink(path), path]
+        elif os.path.isdir(path):
+            args += ["--ro-bind", path, path]
+    for path in ETC_ALLOWLIST:
+        if os.path.exists(path):
+            args += ["--ro-bind", path, path]
+    return tuple(args)
+
+
+def count_tasks(uid: int) -> int:
+    """Tasks (threads included) the host currently runs as ``uid``: what RLIMIT_NPROC counts."""
+    total = 0
+    try:
+        pids = [p for p in os.listdir("/proc") if p.isdigit()]
+    except OSError:
+        return 0
+    for pid in pids:
+        try:
+            if os.stat(f"/proc/{pid}").st_uid != uid:
+                continue
+            total += len(os.listdir(f"/proc/{pid}/task"))
+        except OSError:
+            continue
+    return total
+
+
+def _safe_label(run_id: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", run_id)[:40] or "run"
+
+
+def _parse_status(raw: bytes) -> list[dict[str, object]]:
+    """Parse bwrap's --json-status-fd stream (concatenated JSON objects)."""
+    text = raw.decode("utf-8", errors="replace")
+    decoder = json.JSONDecoder()
+    docs: list[dict[str, object]] = []
+    pos = 0
+    while True:
+        while pos < len(text) and text[pos].isspace():
+            pos += 1
+        if pos >= len(text):
+            break
+        try:
+            doc, pos = decoder.raw_decode(text, pos)
+        except json.JSONDecodeError:
+            break
+        if isinstance(doc, dict):
+            docs.append(doc)
+    return docs
+
+
+def _read_nonblocking(fd: int) -> bytes:
+    os.set_blocking(fd, False)
+    chunks: list[bytes] = []
+    while True:
+        try:
+            chunk = os.read(fd, 65536)
+        except BlockingIOError:
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+@register_backend("bwrap")
+class BwrapBackend(SandboxBackend):
+    """Makes :class:`BwrapSandbox` instances.
+
+    ``host_uid``/``host_gid``: the host ids bwrap runs as. Default: 65534 when
+    the orchestrator is root, the current user otherwise. Setting them without
+    being root is an error (we could not switch to them).
+    """
+
+    isolated = True
+    _probe_cache: ClassVar[dict[tuple[object, ...], tuple[bool, str]]] = {}
+    _probe_lock: ClassVar[threading.Lock] = threading.Lock()
+
+    def __init__(
+        self,
+        bwrap_path: str | None = None,
+        host_uid: int | None = None,
+        host_gid: int | None = None,
+        temp_root: str | Path | None = None,
+    ) -> None:
+        self.bwrap_path = bwrap_path or find_bwrap()
+        self.is_root = os.geteuid() == 0
+        if self.is_root:
+            self.host_uid: int | None = SANDBOX_HOST_UID if host_uid is None else host_uid
+            self.host_gid: int | None = SANDBOX_HOST_GID if host_gid is None else host_gid
+        else:
+            self.host_uid = host_uid
+            self.host_gid = host_gid
+        self.temp_root = Path(temp_root) if temp_root is not None else None
+
+    def available(self) -> tuple[bool, str]:
+        if not self.bwrap_path:
+            return False, INSTALL_HINT
+        if not self.is_root and (self.host_uid is not None or self.host_gid is not None):
+            return False, "host_uid/host_gid can only be set when the orchestrator runs as root"
+        key = (self.bwrap_path, self.host_uid, self.host_gid, self.temp_root)
+        with self._probe_lock:
+            if key not in self._probe_cache:
+                self._probe_cache[key] = self._probe()
+            return self._probe_cache[key]
+
+    def _probe(self) -> tuple[bool, str]:
+        """Run ``true`` in a real sandbox with the exact flags exec uses."""
+        try:
+            with self._make(SandboxSpec(run_id="probe")) as box:
+                result = box.exec(["true"], timeout=30)
+        except (SandboxError, OSError) as exc:
+            return False, f"bubblewrap cannot create a sandbox here: {exc}"
+        if not result.ok:
+            detail = result.stderr.strip() or f"exit code {result.exit_code}"
+            return False, f"bubblewrap cannot create a sandbox here: {detail}"
+        return True, f"bubblewrap at {self.bwrap_path}"
+
+    def create(self, spec: SandboxSpec) -> "BwrapSandbox":
+        ok, why = self.available()
+        if not ok:
+            raise SandboxUnavailable(why)
+        return self._make(spec)
+
+    def _make(self, spec: SandboxSpec) -> "BwrapSandbox":
+        assert self.bwrap_path is not None
+        host_ids: tuple[int, int] | None = None
+        if self.host_uid is not None:
+            host_ids = (self.host_uid, self.host_uid if self.host_gid is None else self.host_gid)
+        return BwrapSandbox(spec, bwrap_path=self.bwrap_path, host_ids=host_ids, temp_root=self.temp_root)
+
+
+def _cleanup(tracker: ProcessTracker, host_dir: Path) -> None:
+    tracker.kill_all()
+    try:
+        hostfs.remove_tree(host_dir)
+    except OSError:
+        pass
+
+
+class BwrapSandbox(Sandbox):
+    """One run's workspace; every ``exec`` is a separate bwrap invocation over it.
+
+    ``host_ids``: (uid, gid) on the host that bwrap runs as and that owns the
+    workspace; None means "the current user" (non-root orchestrator).
+    """
+
+    backend = "bwrap"
+
+    def __init__(
+        self,
+        spec: SandboxSpec,
+        *,
+        bwrap_path: str,
+        host_ids: tuple[int, int] | None,
+        temp_root: Path | None = None,
+    ) -> None:
+        super().__init__(spec)
+        self.bwrap_path = bwrap_path
+        self.host_ids = host_ids
+        self._tracker = ProcessTracker()
+        self._lock = threading.Lock()
+        self._destroyed = False
+        # mkdtemp gives a 0700 directory no other host user can enter; when bwrap runs
+        # as another uid that uid must own it to reach the workspace inside
+        self.host_dir = Path(tempfile.mkdtemp(prefix=f"il-{_safe_label(spec.run_id)}-", dir=temp_root))
+        self.host_workspace = self.host_dir / "workspace"
+        try:
+            self.host_workspace.mkdir(mode=0o700)
+            if host_ids is not None:
+                os.chown(self.host_dir, *host_ids)
+                os.chown(self.host_workspace, *host_ids)
+        except BaseException:
+            hostfs.remove_tree(self.host_dir)
+            raise
+        self._finalizer = weakref.finalize(self, _cleanup, self._tracker, self.host_dir)
+
+    # ---- exec -------------------------------------------------------------
+
+    def exec(
+        self,
+        cmd: list[str],
+        *,
+        timeout: float | None = None,
+        stdin: str | bytes | None = None,
+        cwd: str = WORKSPACE,
+        env: dict[str, str] | None = None,
+    ) -> ExecResult:
+        if self._destroyed:
+            raise SandboxError("sandbox has been destroyed")
+        if not cmd or not all(isinstance(a, str) and "\x00" not in a for a in cmd):
+            raise ValueError("cmd must be a non-empty list of strings without NUL bytes")
+        limits = self.spec.limits
+        timeout = limits.command_timeout_s if timeout is None else timeout
+        inner_cwd = self._inner_cwd(cwd)
+        full_env = validate_env({**BASE_ENV, **self.spec.env, **(env or {})})
+        if self.host_ids is not None:
+            # files the host wrote (or anything not yet owned) must belong to the sandbox uid
+            hostfs.chown_tree(self.host_workspace, *self.host_ids)
+
+        child_fds: list[int] = []
+        status_r: int | None = None
+        try:
+            data_args: list[str] = []
+            for path, content in SYNTHETIC_ETC.items():
+                r, w = os.pipe()
+                child_fds.append(r)
+                try:
+                    os.write(w, content.encode())  # far below the pipe buffer size
+                finally:
+                    os.close(w)
+                data_args += ["--perms", "0644", "--ro-bind-data", str(r), path]
+            status_r, status_w = os.pipe()
+            child_fds.append(status_w)
+            argv = self._argv(cmd, inner_cwd, full_env, status_w, data_args)
+
+            def close_child_fds() -> None:
+                while child_fds:
+                    os.close(child_fds.pop())
+
+            run_uid = self.host_ids[0] if self.host_ids is not None else os.getuid()
+            try:
+                outcome = run_process(
+                    argv,
+                    timeout=timeout,
+                    output_cap=limits.output_cap_bytes,
+                    stdin=stdin,
+                    cwd="/",
+                    env=_BWRAP_PROCESS_ENV,
+                    rlimits=self._rlimits(run_uid),
+                    user=self.host_ids[0] if self.host_ids is not None else None,
+                    group=self.host_ids[1] if self.host_ids is not None else None,
+                    pass_fds=list(child_fds),
+                    tracker=self._tracker,
+                    after_spawn=close_child_fds,
+                )
+            except OSError as exc:
+                raise SandboxError(f"cannot start bwrap: {exc}") from exc
+            statuses = _parse_status(_read_nonblocking(status_r))
+        finally:
+            for fd in child_fds:
+                os.close(fd)
+            if status_r is not None:
+                os.close(status_r)
+
+        exit_code = outcome.returncode
+        ran = any("exit-code" in doc for doc in statuses)
+        if not outcome.timed_out and not ran:
+            exit_code = self._setup_failure_code(outcome.stderr, outcome.returncode)
+        return ExecResult(
+            exit_code=exit_code,
+            stdout=outcome.stdout,
+            stderr=outcome.stderr,
+            timed_out=outcome.timed_out,
+            truncated=outcome.truncated,
+            duration_s=outcome.duration_s,
+        )
+
+    @staticmethod
+    def _setup_failure_code(stderr: str, returncode: int | None) -> int:
+        """bwrap exited without running the command: a caller error or a sandbox failure?
+
+        A missing/non-executable command or working directory is reported like a
+        shell would (127/126/1) so agent loops can show it; anything else means
+        the sandbox itself could not be built and raises.
+        """
+        if "bwrap: execvp " in stderr:
+            return 126 if "Permission denied" in stderr else 127
+        if "bwrap: Can't chdir to " in stderr:
+            return 1
+        raise SandboxError(f"bwrap failed to set up the sandbox (exit {returncode}): {stderr.strip()}")
+
+    @staticmethod
+    def _inner_cwd(cwd: str) -> str:
+        if not isinstance(cwd, str) or "\x00" in cwd or not cwd:
+            raise ValueError(f"invalid cwd {cwd!r}")
+        if not cwd.startswith("/"):
+            cwd = posixpath.join(WORKSPACE, cwd)
+        return posixpath.normpath(cwd)
+
+    def _rlimits(self, run_uid: int) -> dict[int, int]:
+        limits = self.spec.limits
+        nproc = limits.pids + BWRAP_PROCESS_OVERHEAD + count_tasks(run_uid)
+        return {
+            resource.RLIMIT_AS: limits.memory_mb * _MIB,
+            resource.RLIMIT_NPROC: nproc,
+            resource.RLIMIT_FSIZE: limits.file_size_mb * _MIB,
+            resource.RLIMIT_CPU: limits.cpu_seconds,
+            resource.RLIMIT_CORE: 0,
+        }
+
+    def _argv(
+        self,
+        cmd: list[str],
+        cwd: str,
+        env: dict[str, str],
+        status_fd: int,
+        data_args: list[str],
+    ) -> list[str]:
+        limits = self.spec.limits
+        tmp_bytes = limits.tmp_size_mb * _MIB
+        shm_bytes = min(limits.tmp_size_mb, SHM_MAX_MB) * _MIB
+        argv = [
+            self.bwrap_path,
+            "--unshare-all",
+            "--unshare-user",
+            "--disable-userns",
+            "--uid", str(SANDBOX_UID),
+            "--gid", str(SANDBOX_GID),
+            "--hostname", "sandbox",
+            "--die-with-parent",
+            "--new-session",
+            "--json-status-fd", str(status_fd),
+            "--clearenv",
+        ]  # fmt: skip
+        for key, value in env.items():
+            argv += ["--setenv", key, value]
+        argv += _static_mount_args()
+        argv += [
+            "--proc", "/proc",
+            "--dev", "/dev",
+            "--size", str(shm_bytes), "--tmpfs", "/dev/shm",
+            "--remount-ro", "/dev",
+            "--size", str(tmp_bytes), "--tmpfs", "/tmp",
+            *data_args,
+            "--bind", str(self.host_workspace), WORKSPACE,
+            "--remount-ro", "/",
+            "--chdir", cwd,
+            "--",
+            *cmd,
+        ]  # fmt: skip
+        return argv
+
+    # ---- files ------------------------------------------------------------
+
+    def _check_live(self) -> None:
+        if self._destroyed:
+            raise SandboxError("sandbox has been destroyed")
+
+    def write_file(self, path: str, data: bytes) -> None:
+        self._check_live()
+        hostfs.write_file(self.host_workspace, path, data, owner=self.host_ids)
+
+    def read_file(self, path: str, max_bytes: int | None = None) -> bytes:
+        self._check_live()
+        return hostfs.read_file(self.host_workspace, path, max_bytes)
+
+    def collect(self, dest: Path) -> CollectResult:
+        self._check_live()
+        return hostfs.collect_tree(self.host_workspace, Path(dest))
+
+    def destroy(self) -> None:
+        with self._lock:
+            if self._destroyed:
+                return
+            self._destroyed = True
+        self._tracker.kill_all()
+        self._finalizer.detach()
+        hostfs.remove_tree(self.host_dir)
+
+
+__all__: list[str] = [
+    "BwrapBackend",
+    "BwrapSandbox",
+    "SANDBOX_HOST_UID",
+    "SANDBOX_HOST_GID",
+    "SANDBOX_UID",
+    "SANDBOX_GID",
+    "count_tasks",
+    "find_bwrap",
+]

@@ -1,0 +1,387 @@
+"""Host-side access to a sandbox workspace that never follows the agent's links.
+
+Why: the workspace directory is written by untrusted code but read, copied,
+chowned and deleted by the (often root) host process. Anything that walks it by
+path name could be tricked by a symlink or hard link the agent planted into
+reading or changing host files. So every operation here walks with directory
+file descriptors, opens each component with ``O_NOFOLLOW``, refuses symlinks and
+multiply-linked files, and never blocks on FIFOs.
+
+Shared by every backend whose workspace is a host directory (bwrap, local).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import subprocess
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from sandboxes.base import WORKSPACE, CollectedFile, CollectResult
+
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+MAX_DEPTH = 128  # deeper trees are skipped by collect (and removed with rm -rf)
+COPY_CHUNK = 1024 * 1024
+
+
+def workspace_parts(path: str, workspace: str = WORKSPACE) -> list[str]:
+    """Split a sandbox path (relative, or absolute under ``workspace``) into safe components.
+
+    Raises PermissionError for anything that would leave the workspace
+    (absolute paths elsewhere, ``..`` components, NUL bytes) and
+    IsADirectoryError for the workspace root itself.
+    """
+    if not isinstance(path, str) or "\x00" in path:
+        raise PermissionError(f"invalid sandbox path {path!r}")
+    if path.startswith("/"):
+        if path == workspace or path.startswith(workspace.rstrip("/") + "/"):
+            path = path[len(workspace) :]
+        else:
+            raise PermissionError(f"{path!r} is outside {workspace}")
+    parts = [p for p in path.split("/") if p not in ("", ".")]
+    if any(p == ".." for p in parts):
+        raise PermissionError(f"{path!r} contains '..'; paths must stay inside {workspace}")
+    if not parts:
+        raise IsADirectoryError(f"{path!r} names the workspace root, not a file")
+    return parts
+
+
+def _open_dir_at(parent_fd: int, name: str) -> int:
+    """Open a subdirectory without following a symlink; PermissionError if it is one."""
+    try:
+        return os.open(name, _DIR_FLAGS, dir_fd=parent_fd)
+    except OSError as exc:
+        if _is_symlink_at(parent_fd, name):
+            raise PermissionError(f"refusing to follow symlink {name!r} in the workspace") from exc
+        raise
+
+
+def _is_symlink_at(dir_fd: int, name: str) -> bool:
+    try:
+        return stat.S_ISLNK(os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode)
+    except OSError:
+        return False
+
+
+def _walk_to_parent(
+    root: Path, parts: list[str], *, create: bool = False, owner: tuple[int, int] | None = None
+) -> int:
+    """Return an fd for the directory holding ``parts[-1]``; every step refuses symlinks."""
+    fd = os.open(root, _DIR_FLAGS)
+    try:
+        for name in parts[:-1]:
+            try:
+                nxt = _open_dir_at(fd, name)
+            except FileNotFoundError:
+                if not create:
+                    raise
+                os.mkdir(name, 0o755, dir_fd=fd)
+                nxt = _open_dir_at(fd, name)
+                if owner is not None:
+                    os.fchown(nxt, *owner)
+            os.close(fd)
+            fd = nxt
+        return fd
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def read_file(root: Path, path: str, max_bytes: int | None = None) -> bytes:
+    """Read a regular, singly-linked file under ``root`` (the host side of /workspace)."""
+    parts = workspace_parts(path)
+    dir_fd = _walk_to_parent(root, parts)
+    try:
+        try:
+            fd = os.open(parts[-1], _READ_FLAGS, dir_fd=dir_fd)
+        except OSError as exc:
+            if _is_symlink_at(dir_fd, parts[-1]):
+                raise PermissionError(f"refusing to read symlink {path!r}") from exc
+            raise
+    finally:
+        os.close(dir_fd)
+    try:
+        st = os.fstat(fd)
+        if stat.S_ISDIR(st.st_mode):
+            raise IsADirectoryError(f"{path!r} is a directory")
+        if not stat.S_ISREG(st.st_mode):
+            raise PermissionError(f"{path!r} is not a regular file")
+        if st.st_nlink > 1:
+            raise PermissionError(f"{path!r} is hard-linked; refusing to read it")
+        os.set_blocking(fd, True)
+        chunks: list[bytes] = []
+        got = 0
+        while max_bytes is None or got < max_bytes:
+            want = COPY_CHUNK if max_bytes is None else min(COPY_CHUNK, max_bytes - got)
+            chunk = os.read(fd, want)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            got += len(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def write_file(root: Path, path: str, data: bytes, owner: tuple[int, int] | None = None) -> None:
+    """Atomically create or replace a file under ``root``, creating parent directories.
+
+    Written to a temporary name then renamed over the target, so an existing
+    symlink or hard link at the target is replaced, never written through.
+    ``owner`` (uid, gid) is applied to the file and any directories created.
+    """
+    parts = workspace_parts(path)
+    dir_fd = _walk_to_parent(root, parts, create=True, owner=owner)
+    try:
+        tmp = f".il-write-{uuid.uuid4().hex}"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644, dir_fd=dir_fd)
+        try:
+            try:
+                view = memoryview(data)
+                while len(view):
+                    view = view[os.write(fd, view) :]
+                if owner is not None:
+                    os.fchown(fd, *owner)
+            finally:
+                os.close(fd)
+            os.rename(tmp, parts[-1], src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+        except BaseException:
+            try:
+                os.unlink(tmp, dir_fd=dir_fd)
+            except OSError:
+                pass
+            raise
+    finally:
+        os.close(dir_fd)
+
+
+@dataclass
+class _Entry:
+    rel: str  # relative to the root, '/'-separated
+    name: str
+    dir_fd: int  # fd of the containing directory (valid only during iteration)
+    st: os.stat_result
+
+
+def _walk(root_fd: int, on_skip: dict[str, str] | None = None) -> Iterator[_Entry]:
+    """Yield every entry below ``root_fd`` depth-first, descending only into real directories.
+
+    Directories are yielded before their contents. Symlinked directories are
+    yielded (as symlinks) but never entered. Directories deeper than
+    MAX_DEPTH are recorded in ``on_skip`` and not entered.
+    """
+    stack: list[tuple[int, str, list[str], int]] = []
+    names = sorted(os.listdir(root_fd))
+    stack.append((root_fd, "", names, 0))
+    try:
+        while stack:
+            fd, rel_dir, pending, depth = stack[-1]
+            if not pending:
+                stack.pop()
+                if fd != root_fd:
+                    os.close(fd)
+                continue
+            name = pending.pop(0)
+            rel = f"{rel_dir}/{name}" if rel_dir else name
+            try:
+                st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+            except FileNotFoundError:
+                continue
+            yield _Entry(rel, name, fd, st)
+            if stat.S_ISDIR(st.st_mode):
+                if depth + 1 >= MAX_DEPTH:
+                    if on_skip is not None:
+                        on_skip[rel] = f"directory nested deeper than {MAX_DEPTH} levels"
+                    continue
+                try:
+                    sub = os.open(name, _DIR_FLAGS, dir_fd=fd)
+                except OSError as exc:
+                    if on_skip is not None:
+                        on_skip[rel] = f"cannot open directory: {exc.strerror}"
+                    continue
+                try:
+                    sub_names = sorted(os.listdir(sub))
+                except OSError as exc:
+                    os.close(sub)
+                    if on_skip is not None:
+                        on_skip[rel] = f"cannot list directory: {exc.strerror}"
+                    continue
+                stack.append((sub, rel, sub_names, depth + 1))
+    finally:
+        for fd, _rel, _names, _depth in stack:
+            if fd != root_fd:
+                os.close(fd)
+
+
+def unsafe_name_reason(name: str) -> str | None:
+    """Why a single directory entry name should not be copied out, or None if it is fine."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return "name is not valid UTF-8"
+    if any(ord(c) < 32 or ord(c) == 127 for c in name):
+        return "name contains control characters"
+    if name in (".", "..") or "/" in name or "\\" in name:
+        return "name is not a safe relative path component"
+    return None
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISLNK(mode):
+        return "symlink"
+    if stat.S_ISFIFO(mode):
+        return "fifo"
+    if stat.S_ISSOCK(mode):
+        return "socket"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "device"
+    return "special file"
+
+
+def collect_tree(root: Path, dest: Path) -> CollectResult:
+    """Copy every regular, singly-linked file under ``root`` into ``dest``.
+
+    Skipped (and listed with a reason): symlinks, hard-linked files, devices,
+    FIFOs, sockets, unsafe names (and everything under an unsafe directory
+    name), and files that change type between listing and opening.
+    """
+    result = CollectResult()
+    dest.mkdir(parents=True, exist_ok=True)
+    dest_real = Path(os.path.realpath(dest))
+    root_fd = os.open(root, _DIR_FLAGS)
+    skipped_dirs: list[str] = []
+    try:
+        for entry in _walk(root_fd, result.skipped):
+            if any(entry.rel.startswith(d + "/") for d in skipped_dirs):
+                continue
+            mode = entry.st.st_mode
+            reason = unsafe_name_reason(entry.name)
+            if reason is not None:
+                rel_display = entry.rel.encode("utf-8", "backslashreplace").decode("utf-8")
+                result.skipped[rel_display] = reason
+                if stat.S_ISDIR(mode):
+                    skipped_dirs.append(entry.rel)
+                continue
+            if stat.S_ISDIR(mode):
+                continue
+            if not stat.S_ISREG(mode):
+                result.skipped[entry.rel] = _kind(mode)
+                continue
+            if entry.st.st_nlink > 1:
+                result.skipped[entry.rel] = f"hard link ({entry.st.st_nlink} links)"
+                continue
+            target = dest_real.joinpath(*entry.rel.split("/"))
+            try:
+                size = _copy_one(entry, target, dest_real)
+            except _Skip as why:
+                result.skipped[entry.rel] = str(why)
+                continue
+            result.files.append(CollectedFile(path=entry.rel, host_path=target, size=size))
+    finally:
+        os.close(root_fd)
+    return result
+
+
+class _Skip(Exception):
+    pass
+
+
+def _copy_one(entry: _Entry, target: Path, dest_real: Path) -> int:
+    try:
+        src = os.open(entry.name, _READ_FLAGS, dir_fd=entry.dir_fd)
+    except OSError as exc:
+        raise _Skip(f"cannot open: {exc.strerror}") from exc
+    try:
+        st = os.fstat(src)
+        if not stat.S_ISREG(st.st_mode) or st.st_nlink > 1 or (st.st_ino, st.st_dev) != (
+            entry.st.st_ino,
+            entry.st.st_dev,
+        ):
+            raise _Skip("file changed while collecting")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        parent_real = Path(os.path.realpath(target.parent))
+        if parent_real != dest_real and dest_real not in parent_real.parents:
+            raise _Skip("destination would escape the collect directory")
+        os.set_blocking(src, True)
+        out = os.open(
+            parent_real / target.name,
+            os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC,
+            0o644,
+        )
+        size = 0
+        try:
+            while chunk := os.read(src, COPY_CHUNK):
+                view = memoryview(chunk)
+                while len(view):
+                    view = view[os.write(out, view) :]
+                size += len(chunk)
+        finally:
+            os.close(out)
+        return size
+    finally:
+        os.close(src)
+
+
+def chown_tree(root: Path, uid: int, gid: int) -> None:
+    """Give the sandbox's host uid ownership of host-written entries under ``root``.
+
+    Only real directories and singly-linked regular files are touched, never
+    through a symlink, so a planted link cannot redirect the chown to a host file.
+    """
+    root_fd = os.open(root, _DIR_FLAGS)
+    try:
+        st = os.fstat(root_fd)
+        if (st.st_uid, st.st_gid) != (uid, gid):
+            os.fchown(root_fd, uid, gid)
+        for entry in _walk(root_fd):
+            mode = entry.st.st_mode
+            if (entry.st.st_uid, entry.st.st_gid) == (uid, gid):
+                continue
+            if stat.S_ISDIR(mode) or (stat.S_ISREG(mode) and entry.st.st_nlink == 1):
+                os.chown(entry.name, uid, gid, dir_fd=entry.dir_fd, follow_symlinks=False)
+    finally:
+        os.close(root_fd)
+
+
+def remove_tree(path: Path) -> None:
+    """Delete ``path`` even if the agent made read-only directories in it.
+
+    Directories get u+rwx first (via O_NOFOLLOW fds, so links are not
+    followed); ``rm -rf`` is the fallback for trees too deep for rmtree.
+    """
+    if not os.path.lexists(path):
+        return
+    try:
+        root_fd = os.open(path, _DIR_FLAGS)
+    except OSError:
+        root_fd = None
+    if root_fd is not None:
+        try:
+            os.fchmod(root_fd, 0o700)
+            for entry in _walk(root_fd):
+                if stat.S_ISDIR(entry.st.st_mode) and (entry.st.st_mode & 0o700) != 0o700:
+                    # fchmodat(AT_SYMLINK_NOFOLLOW): works on a mode-000 dir we cannot open
+                    try:
+                        os.chmod(
+                            entry.name,
+                            stat.S_IMODE(entry.st.st_mode) | 0o700,
+                            dir_fd=entry.dir_fd,
+                            follow_symlinks=False,
+                        )
+                    except (OSError, NotImplementedError):
+                        continue
+        except OSError:
+            pass
+        finally:
+            os.close(root_fd)
+    try:
+        shutil.rmtree(path)
+    except (OSError, RecursionError):
+        subprocess.run(["rm", "-rf", "--one-file-system", "--", str(path)], check=False)  # noqa: S603,S607
+    if os.path.lexists(path):
+        raise OSError(f"could not remove sandbox directory {path}")
