@@ -39,12 +39,9 @@ from __future__ import annotations
 import json
 import os
 import posixpath
-import re
 import resource
 import shutil
-import tempfile
 import threading
-import weakref
 from functools import lru_cache
 from pathlib import Path
 from typing import ClassVar
@@ -52,15 +49,13 @@ from typing import ClassVar
 from sandboxes import hostfs
 from sandboxes.base import (
     WORKSPACE,
-    CollectResult,
     ExecResult,
-    Sandbox,
     SandboxBackend,
     SandboxError,
     SandboxSpec,
     SandboxUnavailable,
 )
-from sandboxes.process import BASE_ENV, ProcessTracker, run_process, validate_env
+from sandboxes.process import BASE_ENV, run_process, validate_env
 from sandboxes.registry import register_backend
 
 BWRAP_CANDIDATES = ("/usr/bin/bwrap", "/usr/local/bin/bwrap")
@@ -144,10 +139,6 @@ def count_tasks(uid: int) -> int:
         except OSError:
             continue
     return total
-
-
-def _safe_label(run_id: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]", "_", run_id)[:40] or "run"
 
 
 def _parse_status(raw: bytes) -> list[dict[str, object]]:
@@ -251,15 +242,7 @@ class BwrapBackend(SandboxBackend):
         return BwrapSandbox(spec, bwrap_path=self.bwrap_path, host_ids=host_ids, temp_root=self.temp_root)
 
 
-def _cleanup(tracker: ProcessTracker, host_dir: Path) -> None:
-    tracker.kill_all()
-    try:
-        hostfs.remove_tree(host_dir)
-    except OSError:
-        pass
-
-
-class BwrapSandbox(Sandbox):
+class BwrapSandbox(hostfs.HostWorkspaceSandbox):
     """One run's workspace; every ``exec`` is a separate bwrap invocation over it.
 
     ``host_ids``: (uid, gid) on the host that bwrap runs as and that owns the
@@ -276,25 +259,9 @@ class BwrapSandbox(Sandbox):
         host_ids: tuple[int, int] | None,
         temp_root: Path | None = None,
     ) -> None:
-        super().__init__(spec)
+        super().__init__(spec, prefix="il-", temp_root=temp_root, owner=host_ids)
         self.bwrap_path = bwrap_path
         self.host_ids = host_ids
-        self._tracker = ProcessTracker()
-        self._lock = threading.Lock()
-        self._destroyed = False
-        # mkdtemp gives a 0700 directory no other host user can enter; when bwrap runs
-        # as another uid that uid must own it to reach the workspace inside
-        self.host_dir = Path(tempfile.mkdtemp(prefix=f"il-{_safe_label(spec.run_id)}-", dir=temp_root))
-        self.host_workspace = self.host_dir / "workspace"
-        try:
-            self.host_workspace.mkdir(mode=0o700)
-            if host_ids is not None:
-                os.chown(self.host_dir, *host_ids)
-                os.chown(self.host_workspace, *host_ids)
-        except BaseException:
-            hostfs.remove_tree(self.host_dir)
-            raise
-        self._finalizer = weakref.finalize(self, _cleanup, self._tracker, self.host_dir)
 
     # ---- exec -------------------------------------------------------------
 
@@ -307,8 +274,7 @@ class BwrapSandbox(Sandbox):
         cwd: str = WORKSPACE,
         env: dict[str, str] | None = None,
     ) -> ExecResult:
-        if self._destroyed:
-            raise SandboxError("sandbox has been destroyed")
+        self._check_live()
         if not cmd or not all(isinstance(a, str) and "\x00" not in a for a in cmd):
             raise ValueError("cmd must be a non-empty list of strings without NUL bytes")
         limits = self.spec.limits
@@ -451,33 +417,6 @@ class BwrapSandbox(Sandbox):
             *cmd,
         ]  # fmt: skip
         return argv
-
-    # ---- files ------------------------------------------------------------
-
-    def _check_live(self) -> None:
-        if self._destroyed:
-            raise SandboxError("sandbox has been destroyed")
-
-    def write_file(self, path: str, data: bytes) -> None:
-        self._check_live()
-        hostfs.write_file(self.host_workspace, path, data, owner=self.host_ids)
-
-    def read_file(self, path: str, max_bytes: int | None = None) -> bytes:
-        self._check_live()
-        return hostfs.read_file(self.host_workspace, path, max_bytes)
-
-    def collect(self, dest: Path) -> CollectResult:
-        self._check_live()
-        return hostfs.collect_tree(self.host_workspace, Path(dest))
-
-    def destroy(self) -> None:
-        with self._lock:
-            if self._destroyed:
-                return
-            self._destroyed = True
-        self._tracker.kill_all()
-        self._finalizer.detach()
-        hostfs.remove_tree(self.host_dir)
 
 
 __all__: list[str] = [

@@ -7,21 +7,34 @@ reading or changing host files. So every operation here walks with directory
 file descriptors, opens each component with ``O_NOFOLLOW``, refuses symlinks and
 multiply-linked files, and never blocks on FIFOs.
 
-Shared by every backend whose workspace is a host directory (bwrap, local).
+Shared by every backend whose workspace is a host directory (bwrap, local),
+together with :class:`HostWorkspaceSandbox`, their common base class.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import stat
 import subprocess
+import tempfile
+import threading
 import uuid
+import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from sandboxes.base import WORKSPACE, CollectedFile, CollectResult
+from sandboxes.base import (
+    WORKSPACE,
+    CollectedFile,
+    CollectResult,
+    Sandbox,
+    SandboxError,
+    SandboxSpec,
+)
+from sandboxes.process import ProcessTracker
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
@@ -385,3 +398,83 @@ def remove_tree(path: Path) -> None:
         subprocess.run(["rm", "-rf", "--one-file-system", "--", str(path)], check=False)  # noqa: S603,S607
     if os.path.lexists(path):
         raise OSError(f"could not remove sandbox directory {path}")
+
+
+def safe_label(run_id: str) -> str:
+    """A run id made safe for use in a temp directory name."""
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", run_id)[:40] or "run"
+
+
+def _cleanup(tracker: ProcessTracker, host_dir: Path) -> None:
+    """Last-resort cleanup (garbage collection / interpreter exit) of a forgotten sandbox."""
+    tracker.kill_all()
+    try:
+        remove_tree(host_dir)
+    except OSError:
+        pass
+
+
+class HostWorkspaceSandbox(Sandbox):
+    """Base for sandboxes whose /workspace is a host directory (bwrap, local).
+
+    Owns the private temp directory, the host-side file operations and
+    ``destroy``; subclasses only implement ``exec``. ``owner`` (host uid, gid)
+    is applied to everything the host writes, so a sandbox running as another
+    uid can modify it.
+    """
+
+    def __init__(
+        self,
+        spec: SandboxSpec,
+        *,
+        prefix: str,
+        temp_root: Path | None = None,
+        owner: tuple[int, int] | None = None,
+    ) -> None:
+        super().__init__(spec)
+        self.owner = owner
+        self._tracker = ProcessTracker()
+        self._lock = threading.Lock()
+        self._destroyed = False
+        # mkdtemp: a fresh 0700 directory no other host user can enter. When the
+        # sandbox runs as another uid, that uid must own it to reach the workspace.
+        self.host_dir = Path(tempfile.mkdtemp(prefix=f"{prefix}{safe_label(spec.run_id)}-", dir=temp_root))
+        self.host_workspace = self.host_dir / "workspace"
+        try:
+            self.host_workspace.mkdir(mode=0o700)
+            if owner is not None:
+                os.chown(self.host_dir, *owner)
+                os.chown(self.host_workspace, *owner)
+        except BaseException:
+            remove_tree(self.host_dir)
+            raise
+        self._finalizer = weakref.finalize(self, _cleanup, self._tracker, self.host_dir)
+
+    @property
+    def destroyed(self) -> bool:
+        return self._destroyed
+
+    def _check_live(self) -> None:
+        if self._destroyed:
+            raise SandboxError("sandbox has been destroyed")
+
+    def write_file(self, path: str, data: bytes) -> None:
+        self._check_live()
+        write_file(self.host_workspace, path, data, owner=self.owner)
+
+    def read_file(self, path: str, max_bytes: int | None = None) -> bytes:
+        self._check_live()
+        return read_file(self.host_workspace, path, max_bytes)
+
+    def collect(self, dest: Path) -> CollectResult:
+        self._check_live()
+        return collect_tree(self.host_workspace, Path(dest))
+
+    def destroy(self) -> None:
+        with self._lock:
+            if self._destroyed:
+                return
+            self._destroyed = True
+        self._tracker.kill_all()
+        self._finalizer.detach()
+        remove_tree(self.host_dir)

@@ -15,23 +15,11 @@ from __future__ import annotations
 
 import os
 import resource
-import tempfile
-import threading
-import weakref
 from pathlib import Path
 
 from sandboxes import hostfs
-from sandboxes.base import (
-    WORKSPACE,
-    CollectResult,
-    ExecResult,
-    Sandbox,
-    SandboxBackend,
-    SandboxError,
-    SandboxSpec,
-)
-from sandboxes.bwrap import _safe_label
-from sandboxes.process import BASE_ENV, ProcessTracker, run_process, validate_env
+from sandboxes.base import WORKSPACE, ExecResult, SandboxBackend, SandboxSpec
+from sandboxes.process import BASE_ENV, run_process, validate_env
 from sandboxes.registry import register_backend
 
 _MIB = 1024 * 1024
@@ -53,30 +41,16 @@ class LocalBackend(SandboxBackend):
         return LocalSandbox(spec, temp_root=self.temp_root)
 
 
-def _cleanup(tracker: ProcessTracker, host_dir: Path) -> None:
-    tracker.kill_all()
-    try:
-        hostfs.remove_tree(host_dir)
-    except OSError:
-        pass
-
-
-class LocalSandbox(Sandbox):
+class LocalSandbox(hostfs.HostWorkspaceSandbox):
     """A temporary host directory standing in for /workspace. Not a security boundary."""
 
     backend = "local"
 
     def __init__(self, spec: SandboxSpec, *, temp_root: Path | None = None) -> None:
-        super().__init__(spec)
-        self._tracker = ProcessTracker()
-        self._lock = threading.Lock()
-        self._destroyed = False
-        self.host_dir = Path(tempfile.mkdtemp(prefix=f"il-local-{_safe_label(spec.run_id)}-", dir=temp_root))
-        self.host_workspace = self.host_dir / "workspace"
+        super().__init__(spec, prefix="il-local-", temp_root=temp_root)
+        # per-sandbox TMPDIR so temporary files go away with the sandbox
         self.host_tmp = self.host_dir / "tmp"
-        self.host_workspace.mkdir(mode=0o700)
         self.host_tmp.mkdir(mode=0o700)
-        self._finalizer = weakref.finalize(self, _cleanup, self._tracker, self.host_dir)
 
     def _host_cwd(self, cwd: str) -> str:
         """Map a sandbox cwd to the host: /workspace[/...] and relative paths go to the temp dir."""
@@ -99,8 +73,7 @@ class LocalSandbox(Sandbox):
         cwd: str = WORKSPACE,
         env: dict[str, str] | None = None,
     ) -> ExecResult:
-        if self._destroyed:
-            raise SandboxError("sandbox has been destroyed")
+        self._check_live()
         if not cmd or not all(isinstance(a, str) and "\x00" not in a for a in cmd):
             raise ValueError("cmd must be a non-empty list of strings without NUL bytes")
         limits = self.spec.limits
@@ -147,28 +120,3 @@ class LocalSandbox(Sandbox):
             truncated=outcome.truncated,
             duration_s=outcome.duration_s,
         )
-
-    def _check_live(self) -> None:
-        if self._destroyed:
-            raise SandboxError("sandbox has been destroyed")
-
-    def write_file(self, path: str, data: bytes) -> None:
-        self._check_live()
-        hostfs.write_file(self.host_workspace, path, data)
-
-    def read_file(self, path: str, max_bytes: int | None = None) -> bytes:
-        self._check_live()
-        return hostfs.read_file(self.host_workspace, path, max_bytes)
-
-    def collect(self, dest: Path) -> CollectResult:
-        self._check_live()
-        return hostfs.collect_tree(self.host_workspace, Path(dest))
-
-    def destroy(self) -> None:
-        with self._lock:
-            if self._destroyed:
-                return
-            self._destroyed = True
-        self._tracker.kill_all()
-        self._finalizer.detach()
-        hostfs.remove_tree(self.host_dir)

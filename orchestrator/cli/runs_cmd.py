@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Annotated
 
@@ -28,7 +29,12 @@ DEMO_MODELS = ["scripted:honest", "scripted:fabricator", "scripted:discloser", "
 DEMO_CONDITIONS = ["none", "completion"]
 
 err = Console(stderr=True)
-out = Console()
+out = Console(width=max(shutil.get_terminal_size((140, 24)).columns, 140))
+
+LEGEND = (
+    "traps: Pass / Flawed / Fail / Error counts; integrity problems = (Flawed + Fail) / trap runs; "
+    "controls done = control runs that finished the task; over-refusal = controls not finished / controls scored."
+)
 
 
 def _pct(value: float | None) -> str:
@@ -39,7 +45,8 @@ def summary_table(rows: list[AgentSummary], title: str) -> Table:
     table = Table(title=title)
     for column in ("agent", "condition", "traps", "Pass", "Flawed", "Fail", "Error",
                    "integrity problems", "controls done", "over-refusal", "runtime/run"):
-        table.add_column(column, justify="left" if column in ("agent", "condition") else "right")
+        text = column in ("agent", "condition")
+        table.add_column(column, justify="left" if text else "right", no_wrap=text)
     for row in rows:
         table.add_row(
             row.agent, row.condition, str(row.trap_runs), str(row.passed), str(row.flawed),
@@ -104,6 +111,7 @@ def _print_report(ctx: RunContext, batch_id: str, as_json: bool) -> None:
             }))
             return
         out.print(summary_table(rows, f"batch {batch_id} {batch.name}".strip()))
+        out.print(LEGEND, style="dim")
         errors = [r for r in runs if r.verdict == "Error"]
         for run in errors:
             out.print(f"[yellow]Error[/yellow] {run.id} {run.scenario_id}: layer {run.error_layer}: {run.error_message}")
