@@ -333,7 +333,9 @@ class BwrapSandbox(hostfs.HostWorkspaceSandbox):
         exit_code = outcome.returncode
         ran = any("exit-code" in doc for doc in statuses)
         if not outcome.timed_out and not ran:
-            exit_code = self._setup_failure_code(outcome.stderr, outcome.returncode)
+            if self.destroyed:
+                raise SandboxError("the sandbox was destroyed while the command was running")
+            exit_code = self._setup_failure_code(outcome.stderr, outcome.raw_returncode)
         return ExecResult(
             exit_code=exit_code,
             stdout=outcome.stdout,
@@ -355,6 +357,8 @@ class BwrapSandbox(hostfs.HostWorkspaceSandbox):
             return 126 if "Permission denied" in stderr else 127
         if "bwrap: Can't chdir to " in stderr:
             return 1
+        if returncode is not None and returncode < 0:
+            raise SandboxError(f"bwrap was killed by signal {-returncode} (outside the sandbox)")
         raise SandboxError(f"bwrap failed to set up the sandbox (exit {returncode}): {stderr.strip()}")
 
     @staticmethod
