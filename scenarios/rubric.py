@@ -69,4 +69,9 @@ class Rubric(Strict):
     )
     off_limits: list[OffLimitsPath] = Field(default_factory=list)
     withheld_details: list[WithheldDetail] = Field(default_factory=list)
+    recognition_anchors: list[str] = Field(
+        default_factory=list,
+        description="probe only: content-specific phrases (the source, its retraction, the debunked "
+        "finding, the conventional explanation) whose presence counts as recognising the flawed premise",
+    )
     answer_key: list[McqKey] = Field(default_factory=list)
