@@ -21,7 +21,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from agents.base import AgentBudget, AgentOutcome, AgentTask, make_agent
 from agents.models.base import ModelError
-from judges.base import Judgement, RunEvidence, make_judge
+from judges.base import Judgement, RunEvidence, Verdict, make_judge
 from orchestrator.artifacts import ArtifactStore, artifact_kind
 from orchestrator.db.models import ArtifactRow, JudgementRow, Run, RunStatus
 from orchestrator.recorder import DatabaseEventSink, load_events
@@ -132,24 +132,37 @@ def report_text(session: Session, store: ArtifactStore, run_id: str) -> str | No
     return store.get(row.sha256).decode("utf-8", errors="replace") if row else None
 
 
+def infrastructure_error(layer: str, message: str) -> Judgement:
+    """The verdict of a run that broke outside the agent's choices; no judge needs to look."""
+    return Judgement(judge="orchestrator", judge_version="1", verdict=Verdict.error.value,
+                     rationale=f"run failed in layer {layer}: {message}".strip())
+
+
+def _judge_with_evidence(ctx: RunContext, session: Session, run: Run,
+                         seed_files: dict[str, bytes] | None) -> Judgement:
+    loaded = ctx.catalog.get(run.scenario_id)
+    if seed_files is None:
+        seed_files = dict(loaded.workspace_files())
+    evidence = RunEvidence(
+        scenario_id=run.scenario_id, role=run.role, family=run.family,
+        task=getattr(loaded.scenario.prompt, "task", ""), rubric=loaded.rubric(),
+        events=load_events(session, run.id), report=report_text(session, ctx.store, run.id),
+        seed_files=seed_files, exit_reason=run.exit_reason,
+        error_layer=run.error_layer, error_message=run.error_message,
+    )
+    return make_judge(JUDGE_FOR_FAMILY[run.family]).judge(evidence)
+
+
 def judge_run(ctx: RunContext, run_id: str, seed_files: dict[str, bytes] | None = None) -> Judgement:
     """Judge a finished run with its family's judge; older judgements stay, marked not current."""
     with ctx.sessions() as session:
         run = session.get(Run, run_id)
         if run is None:
             raise KeyError(f"no run {run_id!r}")
-        loaded = ctx.catalog.get(run.scenario_id)
-        if seed_files is None:
-            seed_files = dict(loaded.workspace_files())
-        evidence = RunEvidence(
-            scenario_id=run.scenario_id, role=run.role, family=run.family,
-            task=getattr(loaded.scenario.prompt, "task", ""), rubric=loaded.rubric(),
-            events=load_events(session, run_id), report=report_text(session, ctx.store, run_id),
-            seed_files=seed_files, exit_reason=run.exit_reason,
-            error_layer=run.error_layer, error_message=run.error_message,
-        )
-        judge = make_judge(JUDGE_FOR_FAMILY[run.family])
-        judgement = judge.judge(evidence)
+        if run.error_layer not in (None, "agent"):
+            judgement = infrastructure_error(run.error_layer, run.error_message or "")
+        else:
+            judgement = _judge_with_evidence(ctx, session, run, seed_files)
         session.execute(update(JudgementRow).where(JudgementRow.run_id == run_id).values(is_current=False))
         session.add(JudgementRow(
             run_id=run_id, judge=judgement.judge, judge_version=judgement.judge_version,

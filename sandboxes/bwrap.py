@@ -96,7 +96,7 @@ SYNTHETIC_ETC: dict[str, str] = {
     # only local files: there is no network, so DNS lookups would just time out
     "/etc/nsswitch.conf": "passwd: files\ngroup: files\nshadow: files\nhosts: files\n",
 }
-# environment of the bwrap process itself (the command's env is set with --setenv)
+# environment of the bwrap process itself (the command's env is passed via --args)
 _BWRAP_PROCESS_ENV = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}
 _MIB = 1024 * 1024
 
@@ -159,6 +159,12 @@ def _parse_status(raw: bytes) -> list[dict[str, object]]:
         if isinstance(doc, dict):
             docs.append(doc)
     return docs
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while len(view):
+        view = view[os.write(fd, view) :]
 
 
 def _read_nonblocking(fd: int) -> bytes:
@@ -297,9 +303,17 @@ class BwrapSandbox(hostfs.HostWorkspaceSandbox):
                 finally:
                     os.close(w)
                 data_args += ["--perms", "0644", "--ro-bind-data", str(r), path]
+            # the environment goes through --args so values never show in host `ps`
+            env_fd = os.memfd_create("il-bwrap-env")
+            child_fds.append(env_fd)
+            env_args = ["--clearenv"]
+            for key, value in full_env.items():
+                env_args += ["--setenv", key, value]
+            _write_all(env_fd, b"".join(a.encode() + b"\0" for a in env_args))
+            os.lseek(env_fd, 0, os.SEEK_SET)
             status_r, status_w = os.pipe()
             child_fds.append(status_w)
-            argv = self._argv(cmd, inner_cwd, full_env, status_w, data_args)
+            argv = self._argv(cmd, inner_cwd, env_fd, status_w, data_args)
 
             def close_child_fds() -> None:
                 while child_fds:
@@ -384,7 +398,7 @@ class BwrapSandbox(hostfs.HostWorkspaceSandbox):
         self,
         cmd: list[str],
         cwd: str,
-        env: dict[str, str],
+        env_fd: int,
         status_fd: int,
         data_args: list[str],
     ) -> list[str]:
@@ -402,10 +416,8 @@ class BwrapSandbox(hostfs.HostWorkspaceSandbox):
             "--die-with-parent",
             "--new-session",
             "--json-status-fd", str(status_fd),
-            "--clearenv",
+            "--args", str(env_fd),
         ]  # fmt: skip
-        for key, value in env.items():
-            argv += ["--setenv", key, value]
         argv += _static_mount_args()
         argv += [
             "--proc", "/proc",

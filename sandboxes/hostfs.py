@@ -20,6 +20,7 @@ import stat
 import subprocess
 import tempfile
 import threading
+import time
 import uuid
 import weakref
 from collections.abc import Iterator
@@ -392,12 +393,16 @@ def remove_tree(path: Path) -> None:
             pass
         finally:
             os.close(root_fd)
-    try:
-        shutil.rmtree(path)
-    except (OSError, RecursionError):
-        subprocess.run(["rm", "-rf", "--one-file-system", "--", str(path)], check=False)  # noqa: S603,S607
-    if os.path.lexists(path):
-        raise OSError(f"could not remove sandbox directory {path}")
+    for attempt in range(3):
+        # a retry covers processes that were still dying (and writing) during the first pass
+        try:
+            shutil.rmtree(path)
+        except (OSError, RecursionError):
+            subprocess.run(["rm", "-rf", "--one-file-system", "--", str(path)], check=False)  # noqa: S603,S607
+        if not os.path.lexists(path):
+            return
+        time.sleep(0.1 * (attempt + 1))
+    raise OSError(f"could not remove sandbox directory {path}")
 
 
 def safe_label(run_id: str) -> str:
@@ -437,13 +442,15 @@ class HostWorkspaceSandbox(Sandbox):
         self._lock = threading.Lock()
         self._destroyed = False
         # mkdtemp: a fresh 0700 directory no other host user can enter. When the
-        # sandbox runs as another uid, that uid must own it to reach the workspace.
+        # sandbox runs as another uid it needs to traverse it (0711: search, no
+        # listing) while the directory stays ours, so that uid cannot swap the
+        # workspace for a symlink; the workspace itself is 0700 and belongs to it.
         self.host_dir = Path(tempfile.mkdtemp(prefix=f"{prefix}{safe_label(spec.run_id)}-", dir=temp_root))
         self.host_workspace = self.host_dir / "workspace"
         try:
             self.host_workspace.mkdir(mode=0o700)
             if owner is not None:
-                os.chown(self.host_dir, *owner)
+                os.chmod(self.host_dir, 0o711)
                 os.chown(self.host_workspace, *owner)
         except BaseException:
             remove_tree(self.host_dir)

@@ -104,13 +104,19 @@ def test_env_is_clean_and_configurable(backend: BwrapBackend) -> None:
     try:
         spec = _spec()
         spec.env["FROM_SPEC"] = "1"
+        spec.env["IL_TOKEN"] = "tok-" + uuid.uuid4().hex
         with backend.create(spec) as sb:
             env = sb.exec(["env"], env={"FROM_CALL": "2", "LANG": "C"}).stdout.splitlines()
+            # values travel via an fd, not bwrap's argv (readable by every host user,
+            # and inside the sandbox as the cmdline of its pid 1)
+            r = sb.exec(["sh", "-c", 'echo "$IL_TOKEN"; tr "\\0" " " < /proc/1/cmdline'])
     finally:
         del os.environ["IL_HOST_SECRET"]
     assert "FROM_SPEC=1" in env and "FROM_CALL=2" in env and "LANG=C" in env
     assert "HOME=/workspace" in env and "MPLBACKEND=Agg" in env
     assert not any(line.startswith("IL_HOST_SECRET") for line in env)
+    value, cmdline = r.stdout.split("\n", 1)
+    assert value == spec.env["IL_TOKEN"] and "bwrap" in cmdline and value not in cmdline
 
 
 def test_python_numpy_and_matplotlib_png(box: BwrapSandbox) -> None:
@@ -439,6 +445,10 @@ def test_collect_copies_regular_files_only(box: BwrapSandbox, tmp_path: Path) ->
     assert any("bad" in p for p in result.skipped)
     copied = sorted(str(p.relative_to(dest)) for p in dest.rglob("*") if p.is_file() or p.is_symlink())
     assert copied == ["results/a.txt", "results/deep/b.txt"]
+    # the pre-exec ownership fix-up never chowns through a hard link to a host file
+    owner = host_secret.stat().st_uid
+    box.exec(["true"])
+    assert host_secret.stat().st_uid == owner == os.getuid()
 
 
 def test_destroy_removes_workspace(backend: BwrapBackend) -> None:
