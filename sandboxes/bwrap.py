@@ -234,13 +234,13 @@ class BwrapBackend(SandboxBackend):
             return False, f"bubblewrap cannot create a sandbox here: {detail}"
         return True, f"bubblewrap at {self.bwrap_path}"
 
-    def create(self, spec: SandboxSpec) -> "BwrapSandbox":
+    def create(self, spec: SandboxSpec) -> BwrapSandbox:
         ok, why = self.available()
         if not ok:
             raise SandboxUnavailable(why)
         return self._make(spec)
 
-    def _make(self, spec: SandboxSpec) -> "BwrapSandbox":
+    def _make(self, spec: SandboxSpec) -> BwrapSandbox:
         assert self.bwrap_path is not None
         host_ids: tuple[int, int] | None = None
         if self.host_uid is not None:

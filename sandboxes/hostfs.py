@@ -82,9 +82,7 @@ def _is_symlink_at(dir_fd: int, name: str) -> bool:
         return False
 
 
-def _walk_to_parent(
-    root: Path, parts: list[str], *, create: bool = False, owner: tuple[int, int] | None = None
-) -> int:
+def _walk_to_parent(root: Path, parts: list[str], *, create: bool = False, owner: tuple[int, int] | None = None) -> int:
     """Return an fd for the directory holding ``parts[-1]``; every step refuses symlinks."""
     fd = os.open(root, _DIR_FLAGS)
     try:
@@ -312,10 +310,8 @@ def _copy_one(entry: _Entry, target: Path, dest_real: Path) -> int:
         raise _Skip(f"cannot open: {exc.strerror}") from exc
     try:
         st = os.fstat(src)
-        if not stat.S_ISREG(st.st_mode) or st.st_nlink > 1 or (st.st_ino, st.st_dev) != (
-            entry.st.st_ino,
-            entry.st.st_dev,
-        ):
+        same = (st.st_ino, st.st_dev) == (entry.st.st_ino, entry.st.st_dev)
+        if not same or not stat.S_ISREG(st.st_mode) or st.st_nlink > 1:
             raise _Skip("file changed while collecting")
         target.parent.mkdir(parents=True, exist_ok=True)
         parent_real = Path(os.path.realpath(target.parent))

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import resource
+import shutil
 from pathlib import Path
 
 from sandboxes import hostfs
@@ -37,7 +38,7 @@ class LocalBackend(SandboxBackend):
     def available(self) -> tuple[bool, str]:
         return True, "runs commands directly on the host with NO isolation (development only)"
 
-    def create(self, spec: SandboxSpec) -> "LocalSandbox":
+    def create(self, spec: SandboxSpec) -> LocalSandbox:
         return LocalSandbox(spec, temp_root=self.temp_root)
 
 
@@ -93,6 +94,9 @@ class LocalSandbox(hostfs.HostWorkspaceSandbox):
             resource.RLIMIT_CPU: limits.cpu_seconds,
             resource.RLIMIT_CORE: 0,
         }
+        if "/" not in cmd[0] and shutil.which(cmd[0], path=full_env.get("PATH", "")) is None:
+            # checked up front: execvp reports EACCES if any PATH entry is unreadable
+            return ExecResult(exit_code=127, stdout="", stderr=f"local: {cmd[0]}: command not found\n")
         try:
             outcome = run_process(
                 cmd,

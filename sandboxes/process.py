@@ -185,14 +185,6 @@ def run_process(
     if isinstance(stdin, str):
         stdin = stdin.encode("utf-8")
     start = time.monotonic()
-    popen_kwargs: dict[str, object] = {}
-    if user is not None:
-        popen_kwargs["user"] = user
-        popen_kwargs["extra_groups"] = []
-    if group is not None:
-        popen_kwargs["group"] = group
-    if rlimits:
-        popen_kwargs["preexec_fn"] = _rlimit_preexec(rlimits)
     proc: subprocess.Popen[bytes] = subprocess.Popen(  # noqa: S603 - argv is built by the backend
         argv,
         stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
@@ -203,7 +195,10 @@ def run_process(
         start_new_session=True,
         close_fds=True,
         pass_fds=tuple(pass_fds),
-        **popen_kwargs,  # type: ignore[arg-type]
+        user=user,
+        group=group,
+        extra_groups=[] if user is not None else None,  # drop root's supplementary groups
+        preexec_fn=_rlimit_preexec(rlimits) if rlimits else None,
     )
     if tracker is not None:
         tracker.add(proc)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import tempfile
 import textwrap
@@ -453,9 +452,7 @@ def test_collect_copies_regular_files_only(box: BwrapSandbox, tmp_path: Path) ->
 
 def test_destroy_removes_workspace(backend: BwrapBackend) -> None:
     sb = backend.create(_spec())
-    r = sb.exec(
-        ["sh", "-c", "mkdir -p ro/sub && echo x > ro/sub/f && chmod 0500 ro/sub && chmod 0 ro && ln -s /usr l"]
-    )
+    r = sb.exec(["sh", "-c", "mkdir -p ro/sub && echo x > ro/sub/f && chmod 0500 ro/sub && chmod 0 ro && ln -s /usr l"])
     assert r.exit_code == 0, r.stderr
     host_dir = sb.host_dir
     assert host_dir.exists()
