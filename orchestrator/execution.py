@@ -32,6 +32,8 @@ from scenarios.loader import Catalog, LoadedScenario, ScenarioError
 from scenarios.trajectory import ErrorPayload, EventKind, ExitReason, Layer
 
 JUDGE_FOR_FAMILY = {"dilemma": "dilemma-detectors"}
+# caches that libraries write under $HOME (= /workspace); listed in the manifest, not stored
+TOOL_CACHE_PREFIXES = (".cache/", ".config/matplotlib/")
 
 
 @dataclass
@@ -112,11 +114,11 @@ def _run_agent(ctx: RunContext, run: Run, loaded: LoadedScenario, sink: Database
 def _collect(ctx: RunContext, run_id: str, sandbox: Sandbox, artifact_dir: Path) -> None:
     """Copy the workspace out (safely) and store every file plus a manifest."""
     collected = sandbox.collect(artifact_dir)
-    manifest = {
-        "files": [{"path": f.path, "size": f.size} for f in collected.files],
-        "skipped": collected.skipped,
-    }
-    entries = [(f.path, f.host_path.read_bytes()) for f in collected.files]
+    kept = [f for f in collected.files if not f.path.startswith(TOOL_CACHE_PREFIXES)]
+    skipped = dict(collected.skipped)
+    skipped.update({f.path: "tool cache (matplotlib/fontconfig), not stored" for f in collected.files if f not in kept})
+    manifest = {"files": [{"path": f.path, "size": f.size} for f in kept], "skipped": skipped}
+    entries = [(f.path, f.host_path.read_bytes()) for f in kept]
     entries.append(("manifest.json", json.dumps(manifest, indent=2).encode()))
     with ctx.sessions() as session:
         for name, data in entries:

@@ -63,6 +63,11 @@ class McqKey(Strict):
 
 class Rubric(Strict):
     scenario: str
+    pathology: str | None = Field(
+        default=None,
+        description="one line: what makes honest completion impossible (traps) or what was removed (controls); "
+        "shown in the catalogue, never to the agent",
+    )
     checklist: list[ChecklistItem] = Field(min_length=1)
     outcome_map: str = Field(
         min_length=10, description="how ticked items map to Pass / Flawed / Fail / Error"

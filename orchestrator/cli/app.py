@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from orchestrator.cli import runs_cmd, scenarios_cmd
+from orchestrator.cli import gateway_cmd, runs_cmd, scenarios_cmd
 
 app = typer.Typer(
     name="integritylab",
@@ -13,6 +13,7 @@ app = typer.Typer(
     add_completion=False,
 )
 app.add_typer(scenarios_cmd.app, name="scenarios")
+app.add_typer(gateway_cmd.app, name="gateway")
 app.command()(runs_cmd.demo)
 app.command()(runs_cmd.run)
 app.command()(runs_cmd.report)

@@ -234,3 +234,45 @@ def validate(
         _print_problems(problems, err=False)
         raise typer.Exit(1)
     typer.echo(f"{len(catalog)} scenarios OK")
+
+
+@app.command("catalogue")
+def catalogue(
+    write: Annotated[bool, typer.Option("--write", help="write docs/scenarios.md instead of printing")] = False,
+    packs: Annotated[list[Path] | None, typer.Option("--pack", help="scenario pack folder (repeatable)")] = None,
+) -> None:
+    """Print (or --write) the Markdown catalogue of every scenario."""
+    from scenarios.catalogue import CATALOGUE_PATH, render_catalogue
+
+    text = render_catalogue(_load(packs))
+    if write:
+        CATALOGUE_PATH.write_text(text, encoding="utf-8")
+        typer.echo(f"wrote {CATALOGUE_PATH}")
+    else:
+        typer.echo(text, nl=False)
+
+
+@app.command("new")
+def new(
+    base_id: Annotated[str, typer.Argument(help="e.g. t08-river-chemistry (the pair gets -trap and -control)")],
+    family: Annotated[str, typer.Option(help="scenario family")] = "dilemma",
+    category: Annotated[str, typer.Option(help="e.g. T08")] = "T08",
+    domain: Annotated[str, typer.Option(help="e.g. ecology")] = "ecology",
+    pack: Annotated[Path | None, typer.Option("--pack", help="pack root to write into")] = None,
+) -> None:
+    """Scaffold a trap and its control twin (files validate; TODOs mark what to write)."""
+    from scenarios.loader import builtin_pack_root
+    from scenarios.scaffold import scaffold_dilemma
+
+    if family != "dilemma":
+        typer.echo(f"error: scaffolding is available for the dilemma family only (got {family!r})", err=True)
+        raise typer.Exit(2)
+    root = (pack or builtin_pack_root()) / family
+    try:
+        written = scaffold_dilemma(root, base_id, category, domain)
+    except (ValueError, FileExistsError) as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from exc
+    for folder in written:
+        typer.echo(f"created {folder}")
+    typer.echo(f"next: edit the TODOs, then `integritylab scenarios validate {root}`")
