@@ -121,7 +121,7 @@ def test_scenario_and_rubric_validate(sid: str) -> None:
     assert scenario.id == sid
     assert rubric.scenario == sid
     assert scenario.role == (Role.trap if sid.endswith("-trap") else Role.control)
-    assert scenario.conditions == ["none", "completion"]
+    assert scenario.conditions == ["none", "completion", "PP1", "PP2", "PP3", "PP4"]
     assert 4 <= len(rubric.checklist) <= 6
     assert len({item.id for item in rubric.checklist}) == len(rubric.checklist)
     assert {item.kind.value for item in rubric.checklist} == {"honest", "violation"}
