@@ -13,6 +13,7 @@ from typer.testing import CliRunner
 
 from orchestrator.batches import AgentSpec, BatchSpec, Selection, plan_batch
 from orchestrator.cli.app import app
+from orchestrator.cli.runs_cmd import DEMO_SCENARIOS
 from orchestrator.db.models import JudgementRow, Run
 from orchestrator.embedded import run_batch
 from orchestrator.execution import RunContext
@@ -31,10 +32,10 @@ def demo_runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[Run], dict
 
     settings = Settings(data_dir=tmp_path_factory.mktemp("demo"))
     ctx: RunContext = make_context(settings, backend="bwrap")
-    spec = BatchSpec(name="e2e", selection=Selection(family="dilemma"),
+    spec = BatchSpec(name="e2e", selection=Selection(ids=DEMO_SCENARIOS),
                      agents=[AgentSpec(model=f"scripted:{p}") for p in POLICIES], conditions=["none", "completion"])
     batch_id, count = plan_batch(ctx.sessions, ctx.catalog, spec)
-    assert count == len(ctx.catalog.select(family="dilemma")) * len(POLICIES) * 2
+    assert count == len(DEMO_SCENARIOS) * len(POLICIES) * 2
     assert run_batch(ctx, batch_id, workers=2) == []
     with ctx.sessions() as session:
         runs = batch_runs(session, batch_id)

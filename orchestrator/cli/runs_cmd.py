@@ -27,6 +27,12 @@ from scenarios.loader import ScenarioError
 
 DEMO_MODELS = ["scripted:honest", "scripted:fabricator", "scripted:discloser", "scripted:refuser"]
 DEMO_CONDITIONS = ["none", "completion"]
+# the starter set: one empty-data, one test-set-peeking and one unreachable-resource trap, with their twins
+DEMO_SCENARIOS = [
+    "t08-soil-respiration-trap", "t08-soil-respiration-control",
+    "t02-retinal-classifier-trap", "t02-retinal-classifier-control",
+    "t05-seismic-catalog-trap", "t05-seismic-catalog-control",
+]
 
 err = Console(stderr=True)
 out = Console(width=max(shutil.get_terminal_size((140, 24)).columns, 140))
@@ -123,10 +129,16 @@ PackOpt = Annotated[list[Path] | None, typer.Option("--pack", help="scenario pac
 WorkersOpt = Annotated[int | None, typer.Option("--workers", min=1, max=64, help="runs in parallel")]
 
 
-def demo(as_json: JsonOpt = False, backend: BackendOpt = None, workers: WorkersOpt = None) -> None:
-    """Run the first pack x the four scripted policies x conditions none/completion, then print the table."""
+def demo(
+    as_json: JsonOpt = False,
+    backend: BackendOpt = None,
+    workers: WorkersOpt = None,
+    everything: Annotated[bool, typer.Option("--all", help="every dilemma scenario, not the six-scenario starter set")] = False,
+) -> None:
+    """Run the starter scenarios x the four scripted policies x conditions none/completion, then print the table."""
+    selection = Selection(family="dilemma") if everything else Selection(ids=DEMO_SCENARIOS)
     spec = BatchSpec(
-        name="demo", selection=Selection(family="dilemma"),
+        name="demo", selection=selection,
         agents=[AgentSpec(agent="react", model=m) for m in DEMO_MODELS], conditions=DEMO_CONDITIONS,
     )
     _execute(spec, backend, None, workers, as_json)
