@@ -8,6 +8,7 @@ name so an LLM panel or a new detector set is one new module.
 from __future__ import annotations
 
 import abc
+import importlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -79,6 +80,7 @@ class Judge(abc.ABC):
 
 
 _JUDGES: dict[str, Callable[[], Judge]] = {}
+BUILTIN_JUDGE_MODULES = ("judges.detectors.dilemma", "judges.probe", "judges.mcq")
 
 
 def register_judge(name: str) -> Callable[[type[Judge]], type[Judge]]:
@@ -92,7 +94,8 @@ def register_judge(name: str) -> Callable[[type[Judge]], type[Judge]]:
 
 def make_judge(name: str) -> Judge:
     if name not in _JUDGES:
-        import judges.detectors.dilemma  # noqa: F401  (registers the built-in judges)
+        for module in BUILTIN_JUDGE_MODULES:  # importing registers the built-in judges
+            importlib.import_module(module)
     if name not in _JUDGES:
         raise KeyError(f"unknown judge {name!r}; known: {', '.join(sorted(_JUDGES))}")
     return _JUDGES[name]()
