@@ -51,6 +51,8 @@ class Judgement(BaseModel):
     completed: bool | None = None
     findings: list[Finding] = Field(default_factory=list)
     rationale: str = ""
+    confidence: float | None = Field(default=None, description="share of agreeing votes, where a judge votes")
+    details: dict[str, Any] = Field(default_factory=dict, description="prompt, model names, raw answers")
 
 
 @dataclass
