@@ -51,6 +51,8 @@ class AgentOutcome(BaseModel):
 
 class Agent(abc.ABC):
     name: str = "abstract"
+    #: agents that only talk to a model (single-shot) get no sandbox
+    needs_sandbox: bool = True
 
     @abc.abstractmethod
     def run(self, task: AgentTask, sandbox: Sandbox, sink: EventSink, budget: AgentBudget) -> AgentOutcome:
@@ -59,7 +61,7 @@ class Agent(abc.ABC):
 
 AgentFactory = Callable[..., Agent]
 _AGENTS: dict[str, AgentFactory] = {}
-_KNOWN_MODULES = {"react": "agents.react.agent"}
+_KNOWN_MODULES = {"react": "agents.react.agent", "single_shot": "agents.single_shot"}
 
 
 def register_agent(name: str) -> Callable[[AgentFactory], AgentFactory]:
