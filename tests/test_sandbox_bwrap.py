@@ -67,11 +67,15 @@ def _processes_with(marker: str) -> list[int]:
 # ---- registry -----------------------------------------------------------------
 
 
-def test_registry_picks_bwrap(backend: BwrapBackend) -> None:
+def test_registry_picks_bwrap(backend: BwrapBackend, monkeypatch) -> None:
+    import sandboxes.registry as registry
+
     assert isinstance(get_backend("bwrap"), BwrapBackend)
+    picked, why = pick_backend(None)  # Docker comes first where an engine and the image exist
+    assert picked.isolated and picked.name in ("docker", "bwrap") and picked.name in why
+    monkeypatch.setattr(registry, "AUTO_ORDER", ("bwrap",))
     picked, why = pick_backend(None)
-    assert picked.name == "bwrap" and picked.isolated
-    assert "bwrap" in why
+    assert picked.name == "bwrap" and "bwrap" in why
 
 
 def test_unavailable_without_bwrap_names_the_package() -> None:
