@@ -35,8 +35,11 @@ def test_gateway_serve_answers_with_the_scripted_policy() -> None:
         else:
             pytest.fail("gateway did not start listening")
         client = openai.OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="T", max_retries=0)
-        reply = client.chat.completions.create(model="m", messages=[{"role": "user", "content": "hello"}])
+        tools = [{"type": "function", "function": {"name": "shell", "parameters": {"type": "object"}}}]
+        reply = client.chat.completions.create(model="m", messages=[{"role": "user", "content": "hello"}], tools=tools)
         assert reply.choices[0].message.tool_calls[0].function.name == "shell"
+        text = client.chat.completions.create(model="m", messages=[{"role": "user", "content": "1. Do it."}])
+        assert "can't help" in text.choices[0].message.content
         with pytest.raises(openai.AuthenticationError):
             openai.OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="wrong", max_retries=0).models.list()
     finally:
