@@ -2,23 +2,35 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from datetime import datetime, timezone
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
+from sqlalchemy import insert
 from sqlalchemy.orm import Session, sessionmaker
 
 from agents.base import AgentBudget, agent_names
 from agents.models.registry import make_provider
-from orchestrator.db.models import Batch, Run, RunStatus
+from orchestrator.db.models import Batch, Run, RunStatus, new_id, utcnow
 from scenarios.conditions import load_conditions
 from scenarios.loader import Catalog, LoadedScenario
 
+NO_NUL = r"^[^\x00]*$"  # PostgreSQL text cannot hold NUL
+Name = Annotated[str, StringConstraints(max_length=200, pattern=NO_NUL)]
+Short = Annotated[str, StringConstraints(max_length=100, pattern=NO_NUL)]
+ParameterValue = (Annotated[str, StringConstraints(max_length=2000, pattern=NO_NUL)] | Annotated[int, Field(ge=-2**53, le=2**53)]
+                  | Annotated[float, Field(allow_inf_nan=False)] | bool | None)
+MAX_PLANNED_RUNS = 100_000
+
 
 class AgentSpec(BaseModel):
-    """One panel member: an agent kind and the model behind it."""
+    """One panel member: an agent kind, the model behind it, and keyword parameters for the agent."""
 
     model_config = ConfigDict(extra="forbid")
 
-    agent: str = "react"
-    model: str = "scripted:honest"
+    agent: Short = "react"
+    model: Name = "scripted:honest"
+    parameters: dict[Short, ParameterValue] = Field(default_factory=dict, max_length=50)
 
     @property
     def label(self) -> str:
@@ -28,10 +40,27 @@ class AgentSpec(BaseModel):
 class Selection(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    ids: list[str] = Field(default_factory=list)
-    family: str | None = None
-    category: str | None = None
-    role: str | None = None
+    ids: list[Short] = Field(default_factory=list, max_length=10_000)
+    family: Short | None = None
+    category: Short | None = None
+    role: Short | None = None
+    pack: Short | None = None
+
+
+class RunBudget(AgentBudget):
+    """The agent's budget plus what the orchestrator enforces around it (tokens over all model calls)."""
+
+    max_tokens: int | None = Field(default=None, ge=1, le=1_000_000_000,
+                                   description="input + output tokens over the run; past it the run ends as step_limit")
+
+
+class ConcurrencyCaps(BaseModel):
+    """How many of this batch's runs may execute at once, overall and per model (on top of the service's limits)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    max_runs: int | None = Field(default=None, ge=1, le=10_000)
+    per_model: dict[Name, Annotated[int, Field(ge=1, le=10_000)]] = Field(default_factory=dict, max_length=100)
 
 
 class BatchSpec(BaseModel):
@@ -39,13 +68,19 @@ class BatchSpec(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    name: str = Field(default="", max_length=200)
+    name: str = Field(default="", max_length=200, pattern=NO_NUL)
     selection: Selection = Field(default_factory=Selection)
-    agents: list[AgentSpec] = Field(min_length=1)
-    conditions: list[str] = Field(default_factory=lambda: ["none"], min_length=1)
+    agents: list[AgentSpec] = Field(min_length=1, max_length=100)
+    conditions: list[Short] = Field(default_factory=lambda: ["none"], min_length=1, max_length=50)
     epochs: int = Field(default=1, ge=1, le=1000)
-    seed: int = 0
-    budget: AgentBudget = Field(default_factory=AgentBudget)
+    seed: int = Field(default=0, ge=0, le=2**31 - 1)
+    budget: RunBudget = Field(default_factory=RunBudget)
+    concurrency: ConcurrencyCaps = Field(default_factory=ConcurrencyCaps)
+
+    @field_validator("budget", mode="before")
+    @classmethod
+    def _plain_budget(cls, value: Any) -> Any:
+        return value.model_dump() if isinstance(value, AgentBudget) else value
 
     @field_validator("conditions")
     @classmethod
@@ -72,6 +107,8 @@ def selected_scenarios(catalog: Catalog, spec: BatchSpec) -> list[LoadedScenario
         category=spec.selection.category,
         role=spec.selection.role,
     )
+    if spec.selection.pack is not None:
+        chosen = [s for s in chosen if s.pack == spec.selection.pack]
     if not chosen:
         raise ValueError("the selection matches no scenario")
     unsupported = [s.id for s in chosen if s.scenario.family.value != "dilemma"]
@@ -80,31 +117,51 @@ def selected_scenarios(catalog: Catalog, spec: BatchSpec) -> list[LoadedScenario
     return chosen
 
 
+def planned_run_count(scenarios: list[LoadedScenario], spec: BatchSpec) -> int:
+    per_scenario = [sum(c in s.scenario.conditions for c in spec.conditions) for s in scenarios]
+    return sum(per_scenario) * len(spec.agents) * spec.epochs
+
+
+def add_batch(session: Session, scenarios: list[LoadedScenario], spec: BatchSpec,
+              created_by: str = "") -> tuple[Batch, list[str]]:
+    """Add the batch and its queued runs to ``session`` (not committed); returns the batch and the run ids."""
+    count = planned_run_count(scenarios, spec)
+    if count == 0:
+        raise ValueError("no run planned: no selected scenario allows the chosen conditions")
+    if count > MAX_PLANNED_RUNS:
+        raise ValueError(f"{count} runs planned; at most {MAX_PLANNED_RUNS} per batch")
+    now = datetime.now(timezone.utc)
+    batch = Batch(name=spec.name, spec=spec.model_dump(mode="json"), status="queued", created_by=created_by,
+                  planned_runs=count, created_at=now)
+    session.add(batch)
+    session.flush()
+    params: dict[str, Any] = {"budget": spec.budget.model_dump(mode="json")}
+    rows: list[dict[str, Any]] = []
+    for loaded in scenarios:
+        scenario = loaded.scenario
+        for agent in spec.agents:
+            for condition in spec.conditions:
+                if condition not in scenario.conditions:
+                    continue
+                for epoch in range(spec.epochs):
+                    run_params = {**params, "agent_parameters": agent.parameters} if agent.parameters else params
+                    rows.append(dict(
+                        id=new_id(), batch_id=batch.id, created_at=utcnow(), scenario_id=scenario.id,
+                        family=scenario.family.value, category=scenario.category, role=scenario.role.value,
+                        agent=agent.agent, model=agent.model, condition=condition, epoch=epoch,
+                        seed=spec.seed + epoch, params=run_params, status=RunStatus.queued, status_at=now,
+                        enqueued_at=now, steps=0, input_tokens=0, output_tokens=0, attempt=0,
+                        trajectory_from_seq=0, failures=[],
+                    ))
+    session.execute(insert(Run), rows)
+    return batch, [row["id"] for row in rows]
+
+
 def plan_batch(sessions: sessionmaker[Session], catalog: Catalog, spec: BatchSpec) -> tuple[str, int]:
     """Create the batch and its queued runs; returns (batch id, run count)."""
     check_agents(spec)
     scenarios = selected_scenarios(catalog, spec)
     with sessions() as session:
-        batch = Batch(name=spec.name, spec=spec.model_dump(mode="json"), status="queued")
-        session.add(batch)
-        session.flush()
-        count = 0
-        for loaded in scenarios:
-            scenario = loaded.scenario
-            for agent in spec.agents:
-                for condition in spec.conditions:
-                    if condition not in scenario.conditions:
-                        continue
-                    for epoch in range(spec.epochs):
-                        session.add(Run(
-                            batch_id=batch.id, scenario_id=scenario.id, family=scenario.family.value,
-                            category=scenario.category, role=scenario.role.value, agent=agent.agent,
-                            model=agent.model, condition=condition, epoch=epoch, seed=spec.seed + epoch,
-                            params={"budget": spec.budget.model_dump(mode="json")}, status=RunStatus.queued,
-                        ))
-                        count += 1
-        if count == 0:
-            session.rollback()
-            raise ValueError("no run planned: no selected scenario allows the chosen conditions")
+        batch, run_ids = add_batch(session, scenarios, spec)
         session.commit()
-        return batch.id, count
+        return batch.id, len(run_ids)

@@ -1,9 +1,12 @@
 """Executing one run end to end: sandbox, agent, artifacts, judges.
 
 ``execute_run`` is a plain function: the embedded executor calls it from a
-thread pool, a Celery task will call it from a worker, and tests call it
-directly. Every failure is recorded with the layer that failed; nothing already
-written (events, artifacts) is lost when a later step breaks.
+thread pool and tests call it directly. The service runs the same steps split in
+two (``run_agent_phase`` + ``end_agent_phase`` on the ``runs`` queue,
+``judge_run`` on the ``judges`` queue; see ``orchestrator/worker.py``). Every
+failure is recorded with the layer that failed; nothing already written
+(events, artifacts) is lost when a later step breaks. Status changes go through
+the guarded transitions of ``orchestrator/runs.py``.
 """
 
 from __future__ import annotations
@@ -19,17 +22,22 @@ from pathlib import Path
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session, sessionmaker
 
-from agents.base import AgentBudget, AgentOutcome, AgentTask, make_agent
+from agents.base import AgentOutcome, AgentTask, make_agent
 from agents.models.base import ModelError
 from judges.base import Judgement, RunEvidence, Verdict, make_judge
+from orchestrator import runs
 from orchestrator.artifacts import ArtifactStore, artifact_kind
+from orchestrator.batches import RunBudget
 from orchestrator.db.models import ArtifactRow, JudgementRow, Run, RunStatus
 from orchestrator.recorder import DatabaseEventSink, load_events
 from sandboxes.base import Sandbox, SandboxError, SandboxLimits, SandboxSpec
 from sandboxes.registry import pick_backend
 from scenarios.conditions import compose_system_prompt
 from scenarios.loader import Catalog, LoadedScenario, ScenarioError
-from scenarios.trajectory import ErrorPayload, EventKind, ExitReason, Layer
+from scenarios.rubric import Rubric
+from scenarios.trajectory import (
+    ErrorPayload, EventKind, EventSink, ExitPayload, ExitReason, Layer, Payload, TrajectoryEvent,
+)
 
 JUDGE_FOR_FAMILY = {"dilemma": "dilemma-detectors"}
 # caches that libraries write under $HOME (= /workspace); listed in the manifest, not stored
@@ -53,16 +61,30 @@ class LayeredFailure(Exception):
         self.error = error
 
 
-def _claim(sessions: sessionmaker[Session], run_id: str) -> bool:
-    """queued -> running, atomically; a run already taken or finished is left alone."""
-    with sessions() as session:
-        result = session.execute(
-            update(Run)
-            .where(Run.id == run_id, Run.status == RunStatus.queued)
-            .values(status=RunStatus.running, started_at=datetime.now(timezone.utc))
-        )
-        session.commit()
-        return result.rowcount == 1
+class TokenBudgetExhausted(Exception):
+    """The agent's model calls used up the run's token budget (agent behaviour: ends the run, never retried)."""
+
+
+class BudgetedSink:
+    """Passes events through; after a model call that takes the run past ``max_tokens``, stops the agent."""
+
+    def __init__(self, inner: EventSink, max_tokens: int | None) -> None:
+        self.inner = inner
+        self.max_tokens = max_tokens
+        self.input_tokens = 0
+        self.output_tokens = 0
+        self.model_calls = 0
+
+    def emit(self, kind: EventKind, payload: Payload, step: int | None = None) -> TrajectoryEvent:
+        event = self.inner.emit(kind, payload, step)
+        if kind == EventKind.model_call:
+            self.model_calls += 1
+            self.input_tokens += event.payload.get("input_tokens", 0) or 0
+            self.output_tokens += event.payload.get("output_tokens", 0) or 0
+            if self.max_tokens is not None and self.input_tokens + self.output_tokens > self.max_tokens:
+                raise TokenBudgetExhausted(
+                    f"token budget of {self.max_tokens} exhausted ({self.input_tokens + self.output_tokens} used)")
+        return event
 
 
 def _seed(sandbox: Sandbox, loaded: LoadedScenario) -> dict[str, bytes]:
@@ -72,11 +94,11 @@ def _seed(sandbox: Sandbox, loaded: LoadedScenario) -> dict[str, bytes]:
     return files
 
 
-def _budget(params: dict) -> AgentBudget:
-    return AgentBudget.model_validate(params.get("budget", {}))
+def _budget(params: dict) -> RunBudget:
+    return RunBudget.model_validate(params.get("budget", {}))
 
 
-def _run_agent(ctx: RunContext, run: Run, loaded: LoadedScenario, sink: DatabaseEventSink,
+def _run_agent(ctx: RunContext, run: Run, loaded: LoadedScenario, sink: EventSink,
                artifact_dir: Path) -> tuple[AgentOutcome, dict[str, bytes], str]:
     try:
         backend, _why = pick_backend(ctx.backend)
@@ -99,15 +121,26 @@ def _run_agent(ctx: RunContext, run: Run, loaded: LoadedScenario, sink: Database
             task_prompt=loaded.scenario.prompt.task,  # type: ignore[union-attr]
             seed=run.seed,
         )
+        budgeted = BudgetedSink(sink, budget.max_tokens)
+        stopped = False
         try:
-            agent = make_agent(run.agent, model=run.model)
-            outcome = agent.run(task, sandbox, sink, budget)
+            agent = make_agent(run.agent, model=run.model, **run.params.get("agent_parameters", {}))
+            outcome = agent.run(task, sandbox, budgeted, budget)
+        except TokenBudgetExhausted as exc:
+            outcome = AgentOutcome(exit_reason=ExitReason.step_limit, message=str(exc), steps=budgeted.model_calls,
+                                   input_tokens=budgeted.input_tokens, output_tokens=budgeted.output_tokens)
+            sink.emit(EventKind.exit, ExitPayload(reason=outcome.exit_reason, message=outcome.message),
+                      step=outcome.steps)
+        except runs.RunStopped:
+            stopped = True
+            raise
         except ModelError as exc:
             raise LayeredFailure(Layer(exc.layer) if exc.layer in Layer.__members__ else Layer.model, exc) from exc
         except SandboxError as exc:
             raise LayeredFailure(Layer.sandbox, exc) from exc
         finally:
-            _collect(ctx, run.id, sandbox, artifact_dir)
+            if not stopped:  # a run that is no longer ours leaves the artifacts to its new holder
+                _collect(ctx, run.id, sandbox, artifact_dir)
     return outcome, seeded, backend.name
 
 
@@ -121,11 +154,14 @@ def _collect(ctx: RunContext, run_id: str, sandbox: Sandbox, artifact_dir: Path)
     entries = [(f.path, f.host_path.read_bytes()) for f in kept]
     entries.append(("manifest.json", json.dumps(manifest, indent=2).encode()))
     with ctx.sessions() as session:
+        stored = {row.name: row for row in session.scalars(select(ArtifactRow).where(ArtifactRow.run_id == run_id))}
         for name, data in entries:
             digest = ctx.store.put(data)
-            existing = session.scalar(select(ArtifactRow).where(ArtifactRow.run_id == run_id, ArtifactRow.name == name))
+            existing = stored.get(name)
             if existing is None:
                 session.add(ArtifactRow(run_id=run_id, name=name, kind=artifact_kind(name), sha256=digest, size=len(data)))
+            else:  # collected again (a later attempt): the newest content is the run's
+                existing.kind, existing.sha256, existing.size = artifact_kind(name), digest, len(data)
         session.commit()
 
 
@@ -140,6 +176,24 @@ def infrastructure_error(layer: str, message: str) -> Judgement:
                      rationale=f"run failed in layer {layer}: {message}".strip())
 
 
+_RUBRICS: dict[tuple[str, int, int], Rubric] = {}
+
+
+def _rubric(loaded: LoadedScenario) -> Rubric:
+    """The scenario's rubric, parsed once per version of its file (judging thousands of runs re-reads nothing)."""
+    try:
+        stat = (loaded.directory / "rubric.yaml").stat()
+    except OSError:
+        return loaded.rubric()  # raises the located problem
+    key = (str(loaded.directory), stat.st_mtime_ns, stat.st_size)
+    rubric = _RUBRICS.get(key)
+    if rubric is None:
+        if len(_RUBRICS) > 1024:
+            _RUBRICS.clear()
+        rubric = _RUBRICS[key] = loaded.rubric()
+    return rubric
+
+
 def _judge_with_evidence(ctx: RunContext, session: Session, run: Run,
                          seed_files: dict[str, bytes] | None) -> Judgement:
     loaded = ctx.catalog.get(run.scenario_id)
@@ -147,20 +201,27 @@ def _judge_with_evidence(ctx: RunContext, session: Session, run: Run,
         seed_files = dict(loaded.workspace_files())
     evidence = RunEvidence(
         scenario_id=run.scenario_id, role=run.role, family=run.family,
-        task=getattr(loaded.scenario.prompt, "task", ""), rubric=loaded.rubric(),
-        events=load_events(session, run.id), report=report_text(session, ctx.store, run.id),
+        task=getattr(loaded.scenario.prompt, "task", ""), rubric=_rubric(loaded),
+        events=[e for e in load_events(session, run.id) if e.seq >= (run.trajectory_from_seq or 0)],
+        report=report_text(session, ctx.store, run.id),
         seed_files=seed_files, exit_reason=run.exit_reason,
         error_layer=run.error_layer, error_message=run.error_message,
     )
     return make_judge(JUDGE_FOR_FAMILY[run.family]).judge(evidence)
 
 
-def judge_run(ctx: RunContext, run_id: str, seed_files: dict[str, bytes] | None = None) -> Judgement:
-    """Judge a finished run with its family's judge; older judgements stay, marked not current."""
+def judge_run(ctx: RunContext, run_id: str, seed_files: dict[str, bytes] | None = None) -> Judgement | None:
+    """Judge a run in ``judging`` with its family's judge; older judgements stay, marked not current.
+
+    Returns None (and writes nothing) when the run is not in ``judging`` any more,
+    e.g. a re-delivered judge task for a run another worker already judged.
+    """
     with ctx.sessions() as session:
         run = session.get(Run, run_id)
         if run is None:
             raise KeyError(f"no run {run_id!r}")
+        if run.status != RunStatus.judging:
+            return None
         if run.error_layer not in (None, "agent"):
             judgement = infrastructure_error(run.error_layer, run.error_message or "")
         else:
@@ -172,27 +233,45 @@ def judge_run(ctx: RunContext, run_id: str, seed_files: dict[str, bytes] | None 
             findings=[f.model_dump(mode="json") for f in judgement.findings],
             rationale=judgement.rationale, is_current=True,
         ))
-        run.verdict = judgement.verdict
-        run.completed = judgement.completed
-        run.status = RunStatus.error if run.error_layer not in (None, "agent") else RunStatus.done
+        target = RunStatus.error if run.error_layer not in (None, "agent") else RunStatus.done
+        if target == RunStatus.done and getattr(judgement, "needs_review", False):
+            target = RunStatus.awaiting_review
+        if not runs.transition(session, run_id, RunStatus.judging, target,
+                               verdict=judgement.verdict, completed=judgement.completed):
+            session.rollback()  # judged meanwhile by another worker: keep theirs
+            return None
         session.commit()
     return judgement
 
 
-def execute_run(ctx: RunContext, run_id: str) -> str:
-    """Run, collect and judge ``run_id``; returns its final status. Safe to call twice."""
-    if not _claim(ctx.sessions, run_id):
-        with ctx.sessions() as session:
-            run = session.get(Run, run_id)
-            return run.status if run else "missing"
+@dataclass
+class AgentPhase:
+    """What the agent phase of one attempt produced; ``failure`` is set when infrastructure broke."""
+
+    updates: dict[str, object]
+    seeded: dict[str, bytes] | None
+    failure: LayeredFailure | None
+    started: float
+
+
+def run_agent_phase(ctx: RunContext, run_id: str, wrap_sink=None) -> AgentPhase:  # noqa: ANN001
+    """Sandbox, agent, artifacts for a run this caller has claimed. Failures are recorded, not raised.
+
+    ``wrap_sink`` may wrap the event sink (the service stops a cancelled run at its
+    next event this way); :class:`orchestrator.runs.RunStopped` raised from it
+    propagates, with nothing more written.
+    """
     started = time.monotonic()
     with ctx.sessions() as session:
         run = session.get(Run, run_id)
         assert run is not None
         session.expunge(run)
-    sink = DatabaseEventSink(ctx.sessions, run_id)
+    sink: EventSink = DatabaseEventSink(ctx.sessions, run_id)
+    if wrap_sink is not None:
+        sink = wrap_sink(sink)
     updates: dict[str, object] = {}
     seeded: dict[str, bytes] | None = None
+    failure: LayeredFailure | None = None
     with tempfile.TemporaryDirectory(prefix=f"il-collect-{run_id}-") as tmp:
         try:
             loaded = ctx.catalog.get(run.scenario_id)
@@ -202,30 +281,55 @@ def execute_run(ctx: RunContext, run_id: str) -> str:
                 input_tokens=outcome.input_tokens, output_tokens=outcome.output_tokens,
                 sandbox_backend=backend_name,
             )
+        except runs.RunStopped:
+            raise
         except (LayeredFailure, KeyError, ScenarioError, Exception) as exc:  # recorded, never swallowed
             layer = exc.layer if isinstance(exc, LayeredFailure) else (
                 Layer.scenario if isinstance(exc, (KeyError, ScenarioError)) else Layer.orchestrator)
             error = exc.error if isinstance(exc, LayeredFailure) else exc
+            failure = exc if isinstance(exc, LayeredFailure) else LayeredFailure(layer, exc)
             sink.emit(EventKind.error, ErrorPayload(
                 layer=layer, error_type=type(error).__name__, message=str(error)[:4000],
                 traceback="".join(traceback.format_exception(error))[-8000:],
             ))
             updates.update(exit_reason=ExitReason.crash.value, error_layer=layer.value,
                            error_message=f"{type(error).__name__}: {error}"[:4000])
+    return AgentPhase(updates=updates, seeded=seeded, failure=failure, started=started)
+
+
+def end_agent_phase(ctx: RunContext, run_id: str, phase: AgentPhase, attempt: int | None = None) -> bool:
+    """running -> judging with the phase's results; False if the run is no longer this attempt's."""
     with ctx.sessions() as session:
-        session.execute(update(Run).where(Run.id == run_id).values(
-            status=RunStatus.judging, finished_at=datetime.now(timezone.utc),
-            duration_s=round(time.monotonic() - started, 3), **updates,
-        ))
+        moved = runs.transition(
+            session, run_id, RunStatus.running, RunStatus.judging, attempt=attempt,
+            finished_at=datetime.now(timezone.utc), duration_s=round(time.monotonic() - phase.started, 3),
+            **phase.updates,
+        )
         session.commit()
+        return moved
+
+
+def judge_or_record_failure(ctx: RunContext, run_id: str, seed_files: dict[str, bytes] | None = None) -> None:
+    """``judge_run``; if judging itself breaks, the run ends ``error`` in the orchestrator layer and it re-raises."""
     try:
-        judge_run(ctx, run_id, seed_files=seeded)
+        judge_run(ctx, run_id, seed_files=seed_files)
     except Exception as exc:
         with ctx.sessions() as session:
-            session.execute(update(Run).where(Run.id == run_id).values(
-                status=RunStatus.error, verdict="Error", error_layer=Layer.orchestrator.value,
-                error_message=f"judging failed: {type(exc).__name__}: {exc}"[:4000]))
+            runs.transition(session, run_id, RunStatus.judging, RunStatus.error, verdict="Error",
+                            error_layer=Layer.orchestrator.value,
+                            error_message=f"judging failed: {type(exc).__name__}: {exc}"[:4000])
             session.commit()
         raise
+
+
+def execute_run(ctx: RunContext, run_id: str) -> str:
+    """Run, collect and judge ``run_id``; returns its final status. Safe to call twice."""
+    if runs.claim(ctx.sessions, run_id) is None:
+        with ctx.sessions() as session:
+            run = session.get(Run, run_id)
+            return run.status if run else "missing"
+    phase = run_agent_phase(ctx, run_id)
+    end_agent_phase(ctx, run_id, phase)
+    judge_or_record_failure(ctx, run_id, seed_files=phase.seeded)
     with ctx.sessions() as session:
         return session.get(Run, run_id).status  # type: ignore[union-attr]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import os
 from functools import lru_cache
 from pathlib import Path
@@ -14,6 +15,37 @@ def _default_data_dir() -> Path:
     return Path(base) / "integritylab"
 
 
+def _split(value: str, sep: str) -> list[str]:
+    return [part.strip() for part in value.split(sep) if part.strip()]
+
+
+def parse_model_limits(value: str) -> dict[str, int]:
+    """``"openai:*=8,openai:gpt-4o=2"`` -> ``{"openai:*": 8, "openai:gpt-4o": 2}``."""
+    limits: dict[str, int] = {}
+    for item in _split(value, ","):
+        pattern, sep, number = item.rpartition("=")
+        if not sep or not pattern.strip() or not number.strip().isdigit() or int(number) < 1:
+            raise ValueError(f"INTEGRITYLAB_MODEL_LIMITS: expected PATTERN=N (N >= 1), got {item!r}")
+        limits[pattern.strip()] = int(number)
+    return limits
+
+
+# INTEGRITYLAB_<NAME> -> field, for the plain scalar settings of the service
+_SERVICE_ENV = {
+    "BROKER_URL": "broker_url",
+    "REDIS_URL": "redis_url",
+    "API_URL": "api_url",
+    "VISIBILITY_TIMEOUT_S": "visibility_timeout_s",
+    "HEARTBEAT_S": "heartbeat_s",
+    "STALE_AFTER_S": "stale_after_s",
+    "RECONCILE_INTERVAL_S": "reconcile_interval_s",
+    "REQUEUE_GRACE_S": "requeue_grace_s",
+    "MAX_ATTEMPTS": "max_attempts",
+    "RETRY_BACKOFF_S": "retry_backoff_s",
+    "MAX_BODY_BYTES": "max_body_bytes",
+}
+
+
 class Settings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -21,6 +53,33 @@ class Settings(BaseModel):
     database_url: str | None = None
     sandbox_backend: str = "auto"
     workers: int = Field(default=2, ge=1, le=64)
+
+    # scenario packs to load instead of the built-in ones; modules to import at start (providers, agents)
+    packs: list[Path] = Field(default_factory=list)
+    plugins: list[str] = Field(default_factory=list)
+
+    # service (DESIGN.md section 6): Redis carries work, the database is the source of truth
+    broker_url: str = "redis://127.0.0.1:6379/0"
+    redis_url: str | None = None
+    api_url: str = "http://127.0.0.1:8000"
+    visibility_timeout_s: int = Field(default=7200, ge=10)
+    heartbeat_s: float = Field(default=15.0, gt=0)
+    stale_after_s: float = Field(default=90.0, gt=0)
+    reconcile_interval_s: float = Field(default=30.0, gt=0)
+    requeue_grace_s: float = Field(default=120.0, ge=0)
+    max_attempts: int = Field(default=3, ge=1, le=20)
+    retry_backoff_s: float = Field(default=10.0, ge=0)
+    model_limits: dict[str, int] = Field(default_factory=dict)
+    max_body_bytes: int = Field(default=1_048_576, ge=1024)
+
+    @property
+    def effective_redis_url(self) -> str:
+        return self.redis_url or self.broker_url
+
+    def import_plugins(self) -> None:
+        """Import the ``plugins`` modules, which register extra model providers, agents or sandbox backends."""
+        for name in self.plugins:
+            importlib.import_module(name)
 
     @property
     def effective_database_url(self) -> str:
@@ -42,6 +101,15 @@ class Settings(BaseModel):
             values["sandbox_backend"] = env["INTEGRITYLAB_SANDBOX_BACKEND"]
         if env.get("INTEGRITYLAB_WORKERS"):
             values["workers"] = int(env["INTEGRITYLAB_WORKERS"])
+        if env.get("INTEGRITYLAB_PACKS"):
+            values["packs"] = [Path(p).expanduser() for p in _split(env["INTEGRITYLAB_PACKS"], os.pathsep)]
+        if env.get("INTEGRITYLAB_PLUGINS"):
+            values["plugins"] = _split(env["INTEGRITYLAB_PLUGINS"], ",")
+        if env.get("INTEGRITYLAB_MODEL_LIMITS"):
+            values["model_limits"] = parse_model_limits(env["INTEGRITYLAB_MODEL_LIMITS"])
+        for name, field in _SERVICE_ENV.items():
+            if env.get(f"INTEGRITYLAB_{name}"):
+                values[field] = env[f"INTEGRITYLAB_{name}"]
         return cls.model_validate(values)
 
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import typer
 
-from orchestrator.cli import gateway_cmd, runs_cmd, scenarios_cmd
+from orchestrator.cli import gateway_cmd, runs_cmd, scenarios_cmd, service_cmd
+from orchestrator.cli import images_cmd, judge_cmd, judges_cmd, sandbox_cmd
 
 app = typer.Typer(
     name="integritylab",
@@ -13,10 +14,21 @@ app = typer.Typer(
     add_completion=False,
 )
 app.add_typer(scenarios_cmd.app, name="scenarios")
+app.add_typer(images_cmd.app, name="images")
+app.add_typer(sandbox_cmd.app, name="sandbox")
 app.add_typer(gateway_cmd.app, name="gateway")
+app.add_typer(judge_cmd.app, name="judge")
+app.add_typer(judges_cmd.app, name="judges")
 app.command()(runs_cmd.demo)
 app.command()(runs_cmd.run)
 app.command()(runs_cmd.report)
+app.command()(service_cmd.serve)
+app.command()(service_cmd.worker)
+app.command()(service_cmd.beat)
+app.command()(service_cmd.migrate)
+app.command()(service_cmd.submit)
+app.command()(service_cmd.healthcheck)
+app.add_typer(service_cmd.tokens_app, name="tokens")
 
 
 def main() -> None:
