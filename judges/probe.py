@@ -677,4 +677,5 @@ class ProbeScorer(Judge):
             findings=probe_findings(score, evidence.role),
             rationale=f"{score.label.value} ({score.label.short}); EDI {edi_text} of ceiling {ceiling}; "
             f"{score.work_sentences} work sentence(s){flags}",
+            details={"edi": score.edi, "edi_ceiling": score.edi_ceiling, "flags": list(score.flags)},
         )

@@ -111,10 +111,22 @@ def selected_scenarios(catalog: Catalog, spec: BatchSpec) -> list[LoadedScenario
         chosen = [s for s in chosen if s.pack == spec.selection.pack]
     if not chosen:
         raise ValueError("the selection matches no scenario")
-    unsupported = [s.id for s in chosen if s.scenario.family.value != "dilemma"]
-    if unsupported:
-        raise ValueError(f"only dilemma scenarios can run so far; not yet: {unsupported}")
+    for index, agent in enumerate(spec.agents):
+        families = AGENT_FAMILIES.get(agent.agent)
+        if families is None:
+            continue
+        wrong = sorted({s.scenario.family.value for s in chosen} - families)
+        if wrong:
+            raise ValueError(
+                f"agents[{index}].agent: {agent.agent!r} cannot run {'/'.join(wrong)} scenarios "
+                f"(it runs {', '.join(sorted(families))}); use "
+                + ("single_shot" if "mcq" in wrong else "react") + " for those"
+            )
     return chosen
+
+
+# which scenario families each built-in agent can run (a probe runs single-shot, or as paper.md + task in the sandbox)
+AGENT_FAMILIES = {"react": {"dilemma", "probe"}, "single_shot": {"probe", "mcq"}}
 
 
 def planned_run_count(scenarios: list[LoadedScenario], spec: BatchSpec) -> int:

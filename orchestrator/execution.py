@@ -11,6 +11,7 @@ the guarded transitions of ``orchestrator/runs.py``.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import tempfile
 import time
@@ -22,7 +23,7 @@ from pathlib import Path
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session, sessionmaker
 
-from agents.base import AgentOutcome, AgentTask, make_agent
+from agents.base import Agent, AgentOutcome, AgentTask, make_agent
 from agents.models.base import ModelError
 from judges.base import Judgement, RunEvidence, Verdict, make_judge
 from orchestrator import runs
@@ -31,15 +32,17 @@ from orchestrator.batches import RunBudget
 from orchestrator.db.models import ArtifactRow, JudgementRow, Run, RunStatus
 from orchestrator.recorder import DatabaseEventSink, load_events
 from sandboxes.base import Sandbox, SandboxError, SandboxLimits, SandboxSpec
+from sandboxes.latex import compile_and_extract
 from sandboxes.registry import pick_backend
 from scenarios.conditions import compose_system_prompt
 from scenarios.loader import Catalog, LoadedScenario, ScenarioError
+from scenarios.render import extra_workspace_files, task_prompt
 from scenarios.rubric import Rubric
 from scenarios.trajectory import (
     ErrorPayload, EventKind, EventSink, ExitPayload, ExitReason, Layer, Payload, TrajectoryEvent,
 )
 
-JUDGE_FOR_FAMILY = {"dilemma": "dilemma-detectors"}
+JUDGE_FOR_FAMILY = {"dilemma": "dilemma-detectors", "probe": "probe-scorer", "mcq": "mcq-scorer"}
 # caches that libraries write under $HOME (= /workspace); listed in the manifest, not stored
 TOOL_CACHE_PREFIXES = (".cache/", ".config/matplotlib/")
 
@@ -98,13 +101,43 @@ def _budget(params: dict) -> RunBudget:
     return RunBudget.model_validate(params.get("budget", {}))
 
 
+def _task(run: Run, loaded: LoadedScenario, agentic: bool) -> AgentTask:
+    """The prompts: a sandboxed agent gets the workspace prompt (a probe becomes paper.md + requests)."""
+    prompt_family = "dilemma" if agentic else run.family
+    return AgentTask(
+        run_id=run.id,
+        system_prompt=compose_system_prompt(prompt_family, run.condition),
+        task_prompt=task_prompt(loaded.scenario, agentic=agentic),
+        seed=run.seed,
+    )
+
+
+def _drive(agent: Agent, task: AgentTask, sandbox: Sandbox | None, sink: EventSink, budget: RunBudget) -> AgentOutcome:
+    """Run the agent under the token budget; map failures to the layer that broke."""
+    budgeted = BudgetedSink(sink, budget.max_tokens)
+    try:
+        return agent.run(task, sandbox, budgeted, budget)  # type: ignore[arg-type]
+    except TokenBudgetExhausted as exc:
+        outcome = AgentOutcome(exit_reason=ExitReason.step_limit, message=str(exc), steps=budgeted.model_calls,
+                               input_tokens=budgeted.input_tokens, output_tokens=budgeted.output_tokens)
+        sink.emit(EventKind.exit, ExitPayload(reason=outcome.exit_reason, message=outcome.message), step=outcome.steps)
+        return outcome
+    except ModelError as exc:
+        raise LayeredFailure(Layer(exc.layer) if exc.layer in Layer.__members__ else Layer.model, exc) from exc
+    except SandboxError as exc:
+        raise LayeredFailure(Layer.sandbox, exc) from exc
+
+
 def _run_agent(ctx: RunContext, run: Run, loaded: LoadedScenario, sink: EventSink,
                artifact_dir: Path) -> tuple[AgentOutcome, dict[str, bytes], str]:
+    budget = _budget(run.params)
+    agent = make_agent(run.agent, model=run.model, **run.params.get("agent_parameters", {}))
+    if not agent.needs_sandbox:  # single-shot: one model call, nothing to execute
+        return _drive(agent, _task(run, loaded, agentic=False), None, sink, budget), {}, "none"
     try:
         backend, _why = pick_backend(ctx.backend)
     except SandboxError as exc:
         raise LayeredFailure(Layer.sandbox, exc) from exc
-    budget = _budget(run.params)
     limits = SandboxLimits(command_timeout_s=budget.command_timeout_s)
     try:
         sandbox = backend.create(SandboxSpec(run_id=run.id, limits=limits))
@@ -113,35 +146,36 @@ def _run_agent(ctx: RunContext, run: Run, loaded: LoadedScenario, sink: EventSin
     with sandbox:
         try:
             seeded = _seed(sandbox, loaded)
+            for path, data in extra_workspace_files(loaded.scenario, agentic=True).items():
+                sandbox.write_file(path, data)
         except (ScenarioError, OSError) as exc:
             raise LayeredFailure(Layer.scenario, exc) from exc
-        task = AgentTask(
-            run_id=run.id,
-            system_prompt=compose_system_prompt(run.family, run.condition),
-            task_prompt=loaded.scenario.prompt.task,  # type: ignore[union-attr]
-            seed=run.seed,
-        )
-        budgeted = BudgetedSink(sink, budget.max_tokens)
         stopped = False
         try:
-            agent = make_agent(run.agent, model=run.model, **run.params.get("agent_parameters", {}))
-            outcome = agent.run(task, sandbox, budgeted, budget)
-        except TokenBudgetExhausted as exc:
-            outcome = AgentOutcome(exit_reason=ExitReason.step_limit, message=str(exc), steps=budgeted.model_calls,
-                                   input_tokens=budgeted.input_tokens, output_tokens=budgeted.output_tokens)
-            sink.emit(EventKind.exit, ExitPayload(reason=outcome.exit_reason, message=outcome.message),
-                      step=outcome.steps)
+            outcome = _drive(agent, _task(run, loaded, agentic=True), sandbox, sink, budget)
         except runs.RunStopped:
             stopped = True
             raise
-        except ModelError as exc:
-            raise LayeredFailure(Layer(exc.layer) if exc.layer in Layer.__members__ else Layer.model, exc) from exc
-        except SandboxError as exc:
-            raise LayeredFailure(Layer.sandbox, exc) from exc
         finally:
             if not stopped:  # a run that is no longer ours leaves the artifacts to its new holder
+                _compile_latex(ctx, run.id, sandbox)
                 _collect(ctx, run.id, sandbox, artifact_dir)
     return outcome, seeded, backend.name
+
+
+def _compile_latex(ctx: RunContext, run_id: str, sandbox: Sandbox) -> None:
+    """Compile every *.tex in the workspace (in the sandbox) and keep the statuses and texts for the judges."""
+    try:
+        results = compile_and_extract(sandbox)
+    except SandboxError as exc:
+        results = [{"status": "failed", "error": f"LaTeX step failed in the sandbox layer: {exc}"}]
+    if not results:
+        return
+    data = json.dumps([r if isinstance(r, dict) else dataclasses.asdict(r) for r in results], indent=2).encode()
+    with ctx.sessions() as session:
+        digest = ctx.store.put(data)
+        session.add(ArtifactRow(run_id=run_id, name="latex.json", kind="latex", sha256=digest, size=len(data)))
+        session.commit()
 
 
 def _collect(ctx: RunContext, run_id: str, sandbox: Sandbox, artifact_dir: Path) -> None:
@@ -201,13 +235,23 @@ def _judge_with_evidence(ctx: RunContext, session: Session, run: Run,
         seed_files = dict(loaded.workspace_files())
     evidence = RunEvidence(
         scenario_id=run.scenario_id, role=run.role, family=run.family,
-        task=getattr(loaded.scenario.prompt, "task", ""), rubric=_rubric(loaded),
+        task=task_prompt(loaded.scenario), rubric=_rubric(loaded),
         events=[e for e in load_events(session, run.id) if e.seq >= (run.trajectory_from_seq or 0)],
         report=report_text(session, ctx.store, run.id),
         seed_files=seed_files, exit_reason=run.exit_reason,
         error_layer=run.error_layer, error_message=run.error_message,
+        extra={"condition": run.condition},
     )
     return make_judge(JUDGE_FOR_FAMILY[run.family]).judge(evidence)
+
+
+def judged_despite_failure(run: Run) -> bool:
+    """A probe whose model never answered is still scored: TRACES counts it as a refusal (flagged)."""
+    return run.family == "probe" and run.error_layer in ("model", "gateway")
+
+
+def infrastructure_failed(run: Run) -> bool:
+    return run.error_layer not in (None, "agent") and not judged_despite_failure(run)
 
 
 def judge_run(ctx: RunContext, run_id: str, seed_files: dict[str, bytes] | None = None) -> Judgement | None:
@@ -222,8 +266,8 @@ def judge_run(ctx: RunContext, run_id: str, seed_files: dict[str, bytes] | None 
             raise KeyError(f"no run {run_id!r}")
         if run.status != RunStatus.judging:
             return None
-        if run.error_layer not in (None, "agent"):
-            judgement = infrastructure_error(run.error_layer, run.error_message or "")
+        if infrastructure_failed(run):
+            judgement = infrastructure_error(run.error_layer or "", run.error_message or "")
         else:
             judgement = _judge_with_evidence(ctx, session, run, seed_files)
         session.execute(update(JudgementRow).where(JudgementRow.run_id == run_id).values(is_current=False))
@@ -231,9 +275,10 @@ def judge_run(ctx: RunContext, run_id: str, seed_files: dict[str, bytes] | None 
             run_id=run_id, judge=judgement.judge, judge_version=judgement.judge_version,
             verdict=judgement.verdict, completed=judgement.completed,
             findings=[f.model_dump(mode="json") for f in judgement.findings],
-            rationale=judgement.rationale, is_current=True,
+            rationale=judgement.rationale, is_current=True, confidence=judgement.confidence,
+            details=judgement.details,
         ))
-        target = RunStatus.error if run.error_layer not in (None, "agent") else RunStatus.done
+        target = RunStatus.error if infrastructure_failed(run) else RunStatus.done
         if target == RunStatus.done and getattr(judgement, "needs_review", False):
             target = RunStatus.awaiting_review
         if not runs.transition(session, run_id, RunStatus.judging, target,

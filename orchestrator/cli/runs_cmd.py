@@ -19,7 +19,9 @@ from orchestrator.batches import AgentSpec, BatchSpec, Selection, plan_batch
 from orchestrator.db.models import Batch
 from orchestrator.embedded import make_context, run_batch
 from orchestrator.execution import RunContext
-from orchestrator.metrics import AgentSummary, batch_runs, summarize
+from orchestrator.metrics import (
+    AgentSummary, McqSummary, ProbeSummary, batch_runs, summarize, summarize_mcq, summarize_probes,
+)
 from orchestrator.settings import Settings
 from sandboxes.base import SandboxUnavailable
 from sandboxes.registry import pick_backend
@@ -60,6 +62,29 @@ def summary_table(rows: list[AgentSummary], title: str) -> Table:
             f"{row.control_completed}/{row.control_runs}", _pct(row.over_refusal_rate),
             "–" if row.mean_runtime_s is None else f"{row.mean_runtime_s:.2f}s",
         )
+    return table
+
+
+def probe_table(rows: list[ProbeSummary]) -> Table:
+    table = Table(title="probes (TRACES classes; IFR-a = engaged / all, IFR-i = engaged-unrecognised / all)")
+    for column in ("agent", "condition", "role", "runs", "RR", "RU", "ER", "EU", "IFR-a", "IFR-i", "disclaimer tax"):
+        table.add_column(column, no_wrap=column == "agent")
+    for r in rows:
+        c = r.counts
+        table.add_row(r.agent, r.condition, r.role, str(r.runs), str(c["REFUSED-RECOGNIZED"]),
+                      str(c["REFUSED-UNRECOGNIZED"]), str(c["ENGAGED-RECOGNIZED"]), str(c["ENGAGED-UNRECOGNIZED"]),
+                      _pct(r.ifr_a), _pct(r.ifr_i), _pct(r.disclaimer_tax))
+    return table
+
+
+def mcq_table(rows: list[McqSummary]) -> Table:
+    table = Table(title="mcq integrity score IS (0-100) per condition; overall = mean over none, PP1-PP4")
+    conditions = sorted({c for r in rows for c in r.by_condition})
+    for column in ("agent", "role", "runs", *conditions, "overall"):
+        table.add_column(column, no_wrap=column == "agent")
+    for r in rows:
+        table.add_row(r.agent, r.role, str(r.runs), *(f"{r.by_condition[c]:.1f}" if c in r.by_condition else "–"
+                      for c in conditions), "–" if r.overall is None else f"{r.overall:.1f}")
     return table
 
 
@@ -105,10 +130,13 @@ def _print_report(ctx: RunContext, batch_id: str, as_json: bool) -> None:
             raise typer.Exit(2)
         runs = batch_runs(session, batch_id)
         rows = summarize(runs)
+        probes, mcqs = summarize_probes(runs), summarize_mcq(runs)
         if as_json:
             out.print_json(json.dumps({
                 "batch": batch_id, "name": batch.name, "status": batch.status,
                 "summary": [r.model_dump() for r in rows],
+                "probe_summary": [r.model_dump() for r in probes],
+                "mcq_summary": [r.model_dump() for r in mcqs],
                 "runs": [{"id": r.id, "scenario": r.scenario_id, "role": r.role, "category": r.category,
                           "agent": f"{r.agent}/{r.model}", "condition": r.condition, "epoch": r.epoch,
                           "status": r.status, "verdict": r.verdict, "completed": r.completed,
@@ -116,8 +144,13 @@ def _print_report(ctx: RunContext, batch_id: str, as_json: bool) -> None:
                           "duration_s": r.duration_s} for r in runs],
             }))
             return
-        out.print(summary_table(rows, f"batch {batch_id} {batch.name}".strip()))
-        out.print(LEGEND, style="dim")
+        if rows:
+            out.print(summary_table(rows, f"batch {batch_id} {batch.name}".strip()))
+            out.print(LEGEND, style="dim")
+        if probes:
+            out.print(probe_table(probes))
+        if mcqs:
+            out.print(mcq_table(mcqs))
         errors = [r for r in runs if r.verdict == "Error"]
         for run in errors:
             out.print(f"[yellow]Error[/yellow] {run.id} {run.scenario_id}: layer {run.error_layer}: {run.error_message}")

@@ -163,6 +163,8 @@ class JudgementRow(Base):
     completed: Mapped[bool | None] = mapped_column(Boolean)
     findings: Mapped[list[Any]] = mapped_column(JSON, default=list)
     rationale: Mapped[str] = mapped_column(Text, default="")
+    confidence: Mapped[float | None] = mapped_column(Float)
+    details: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict, server_default="{}")
     is_current: Mapped[bool] = mapped_column(Boolean, default=True)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
