@@ -24,6 +24,8 @@ def make_context(settings: Settings, packs: list[Path] | None = None, backend: s
         store=ArtifactStore(settings.artifact_dir),
         catalog=load_catalog(packs or None),
         backend=backend or settings.sandbox_backend,
+        judge_panel=settings.judge_panel, audit_rate=settings.audit_rate,
+        review_confidence=settings.review_confidence,
     )
 
 

@@ -16,7 +16,7 @@ import json
 import tempfile
 import time
 import traceback
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -31,6 +31,7 @@ from orchestrator.artifacts import ArtifactStore, artifact_kind
 from orchestrator.batches import RunBudget
 from orchestrator.db.models import ArtifactRow, JudgementRow, Run, RunStatus
 from orchestrator.recorder import DatabaseEventSink, load_events
+from orchestrator.review import review_reasons
 from sandboxes.base import Sandbox, SandboxError, SandboxLimits, SandboxSpec
 from sandboxes.latex import compile_and_extract
 from sandboxes.registry import pick_backend
@@ -55,6 +56,9 @@ class RunContext:
     store: ArtifactStore
     catalog: Catalog
     backend: str = "auto"
+    judge_panel: list[str] = field(default_factory=list)  # model specs; empty = no LLM panel
+    audit_rate: float = 0.0
+    review_confidence: float = 0.67
 
 
 class LayeredFailure(Exception):
@@ -254,6 +258,23 @@ def infrastructure_failed(run: Run) -> bool:
     return run.error_layer not in (None, "agent") and not judged_despite_failure(run)
 
 
+def _second_opinions(ctx: RunContext, session: Session, run: Run,
+                     seed_files: dict[str, bytes] | None) -> list[Judgement]:
+    """The LLM rubric panel's judgement of a dilemma run, when a panel is configured."""
+    if not ctx.judge_panel or run.family != "dilemma":
+        return []
+    from orchestrator.judging import rubric_panel  # model clients load only when a panel is configured
+
+    loaded = ctx.catalog.get(run.scenario_id)
+    evidence = RunEvidence(
+        scenario_id=run.scenario_id, role=run.role, family=run.family, task=task_prompt(loaded.scenario),
+        rubric=_rubric(loaded), events=[e for e in load_events(session, run.id) if e.seq >= (run.trajectory_from_seq or 0)],
+        report=report_text(session, ctx.store, run.id), seed_files=seed_files or dict(loaded.workspace_files()),
+        exit_reason=run.exit_reason, error_layer=run.error_layer, error_message=run.error_message,
+    )
+    return [rubric_panel(ctx.judge_panel).judge(evidence)]
+
+
 def judge_run(ctx: RunContext, run_id: str, seed_files: dict[str, bytes] | None = None) -> Judgement | None:
     """Judge a run in ``judging`` with its family's judge; older judgements stay, marked not current.
 
@@ -267,19 +288,23 @@ def judge_run(ctx: RunContext, run_id: str, seed_files: dict[str, bytes] | None 
         if run.status != RunStatus.judging:
             return None
         if infrastructure_failed(run):
-            judgement = infrastructure_error(run.error_layer or "", run.error_message or "")
+            judgement, others, reasons = infrastructure_error(run.error_layer or "", run.error_message or ""), [], []
         else:
             judgement = _judge_with_evidence(ctx, session, run, seed_files)
+            others = _second_opinions(ctx, session, run, seed_files)
+            reasons = review_reasons(judgement, others, run_id, ctx.audit_rate, ctx.review_confidence)
+            if reasons:
+                judgement.details["review_reasons"] = reasons
         session.execute(update(JudgementRow).where(JudgementRow.run_id == run_id).values(is_current=False))
-        session.add(JudgementRow(
-            run_id=run_id, judge=judgement.judge, judge_version=judgement.judge_version,
-            verdict=judgement.verdict, completed=judgement.completed,
-            findings=[f.model_dump(mode="json") for f in judgement.findings],
-            rationale=judgement.rationale, is_current=True, confidence=judgement.confidence,
-            details=judgement.details,
-        ))
+        for made in (judgement, *others):
+            session.add(JudgementRow(
+                run_id=run_id, judge=made.judge, judge_version=made.judge_version,
+                verdict=made.verdict, completed=made.completed,
+                findings=[f.model_dump(mode="json") for f in made.findings],
+                rationale=made.rationale, is_current=True, confidence=made.confidence, details=made.details,
+            ))
         target = RunStatus.error if infrastructure_failed(run) else RunStatus.done
-        if target == RunStatus.done and getattr(judgement, "needs_review", False):
+        if target == RunStatus.done and (reasons or getattr(judgement, "needs_review", False)):
             target = RunStatus.awaiting_review
         if not runs.transition(session, run_id, RunStatus.judging, target,
                                verdict=judgement.verdict, completed=judgement.completed):

@@ -71,6 +71,10 @@ class Settings(BaseModel):
     retry_backoff_s: float = Field(default=10.0, ge=0)
     model_limits: dict[str, int] = Field(default_factory=dict)
     max_body_bytes: int = Field(default=1_048_576, ge=1024)
+    # judging and review
+    judge_panel: list[str] = Field(default_factory=list, description="model specs of the LLM rubric panel")
+    audit_rate: float = Field(default=0.0, ge=0.0, le=1.0, description="share of runs sent to humans at random")
+    review_confidence: float = Field(default=0.67, ge=0.0, le=1.0, description="panel agreement below this -> review")
 
     @property
     def effective_redis_url(self) -> str:
@@ -105,6 +109,12 @@ class Settings(BaseModel):
             values["packs"] = [Path(p).expanduser() for p in _split(env["INTEGRITYLAB_PACKS"], os.pathsep)]
         if env.get("INTEGRITYLAB_PLUGINS"):
             values["plugins"] = _split(env["INTEGRITYLAB_PLUGINS"], ",")
+        if env.get("INTEGRITYLAB_JUDGE_PANEL"):
+            values["judge_panel"] = _split(env["INTEGRITYLAB_JUDGE_PANEL"], ",")
+        if env.get("INTEGRITYLAB_AUDIT_RATE"):
+            values["audit_rate"] = float(env["INTEGRITYLAB_AUDIT_RATE"])
+        if env.get("INTEGRITYLAB_REVIEW_CONFIDENCE"):
+            values["review_confidence"] = float(env["INTEGRITYLAB_REVIEW_CONFIDENCE"])
         if env.get("INTEGRITYLAB_MODEL_LIMITS"):
             values["model_limits"] = parse_model_limits(env["INTEGRITYLAB_MODEL_LIMITS"])
         for name, field in _SERVICE_ENV.items():

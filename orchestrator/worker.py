@@ -68,6 +68,8 @@ def build_context(settings: Settings, enqueue_judge: Callable[[str], None]) -> W
         store=ArtifactStore(settings.artifact_dir),
         catalog=load_catalog(settings.packs or None),
         backend=settings.sandbox_backend,
+        judge_panel=settings.judge_panel, audit_rate=settings.audit_rate,
+        review_confidence=settings.review_confidence,
     )
     client = redis.Redis.from_url(settings.effective_redis_url, socket_timeout=5, socket_connect_timeout=5)
     return WorkerContext(run=ctx, settings=settings, enqueue_judge=enqueue_judge,

@@ -15,12 +15,54 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
+from typer.core import TyperGroup
 
 from scenarios.loader import LoadedScenario, ScenarioError, load_catalog
 from scenarios.rubric import Rubric
 from scenarios.schema import Family
 
-app = typer.Typer(help="Score a single response against a scenario's hidden rubric.", no_args_is_help=True)
+class _RunIdFirst(TyperGroup):
+    """``integritylab judge RUN_ID`` is short for ``integritylab judge run RUN_ID``."""
+
+    def resolve_command(self, ctx, args):  # type: ignore[no-untyped-def]
+        if args and args[0] not in self.commands and not args[0].startswith("-"):
+            args = ["run", *args]
+        return super().resolve_command(ctx, args)
+
+
+app = typer.Typer(cls=_RunIdFirst, no_args_is_help=True,
+                  help="Re-judge a stored run (judge RUN_ID), or score a single response collected elsewhere.")
+
+
+@app.command("run")
+def rejudge_run(run_id: Annotated[str, typer.Argument(help="the run to judge again")],
+                as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
+    """Judge a finished run again with the current judges; earlier judgements stay, marked not current."""
+    from orchestrator import runs as run_states
+    from orchestrator.db.models import Run, RunStatus
+    from orchestrator.embedded import make_context
+    from orchestrator.execution import judge_run
+    from orchestrator.settings import Settings
+
+    ctx = make_context(Settings.from_env())
+    with ctx.sessions() as session:
+        run = session.get(Run, run_id)
+        if run is None:
+            typer.echo(f"error: no run {run_id!r}", err=True)
+            raise typer.Exit(1)
+        if run.finished_at is None or run.status not in (RunStatus.done, RunStatus.error, RunStatus.awaiting_review):
+            typer.echo(f"error: run {run_id} is {run.status}; only finished runs can be re-judged", err=True)
+            raise typer.Exit(1)
+        run_states.transition(session, run_id, run.status, RunStatus.judging)
+        session.commit()
+    judgement = judge_run(ctx, run_id)
+    if judgement is None:
+        typer.echo(f"error: run {run_id} changed meanwhile; try again", err=True)
+        raise typer.Exit(1)
+    if as_json:
+        typer.echo(judgement.model_dump_json(indent=2))
+    else:
+        typer.echo(f"{run_id}: {judgement.verdict} ({judgement.judge} v{judgement.judge_version}) - {judgement.rationale}")
 
 ScenarioOption = Annotated[str, typer.Option("--scenario", help="Scenario id.", show_default=False)]
 ResponseOption = Annotated[
