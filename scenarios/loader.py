@@ -1017,7 +1017,11 @@ def validate_paths(paths: list[Path]) -> tuple[Catalog | None, list[Problem]]:
         loaded, problems = _collect([Path(p) for p in paths], require=True)
         if problems:
             return None, problems
-        return Catalog(loaded), []
+        catalog = Catalog(loaded)
+        from scenarios.content_checks import content_problems  # needs the loaded catalog
+
+        problems = content_problems(catalog)
+        return (None, problems) if problems else (catalog, [])
     except ScenarioError as exc:
         return None, exc.problems
     except Exception as exc:  # last resort: the promise is to report, not to crash
