@@ -17,6 +17,7 @@ _FACTORIES: dict[str, Factory] = {}
 _KNOWN_MODULES = {
     "scripted": "agents.scripted.provider",
     "openai": "agents.models.openai_compat",
+    "anthropic": "agents.models.anthropic_provider",
 }
 
 
