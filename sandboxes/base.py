@@ -46,6 +46,8 @@ class SandboxLimits(BaseModel):
     file_size_mb: int = Field(default=256, gt=0)
     cpu_seconds: int = Field(default=600, gt=0)
     tmp_size_mb: int = Field(default=256, gt=0)
+    # size quota of /workspace where the backend can enforce one (see sandboxes.hostfs)
+    workspace_mb: int = Field(default=1024, gt=0)
     command_timeout_s: float = Field(default=60.0, gt=0)
     output_cap_bytes: int = Field(default=256 * 1024, gt=0)
 

@@ -16,13 +16,23 @@ root appear as "nobody" inside and stay protected by ordinary permissions; the
 workspace is chowned to that uid. When the host process is not root, bwrap
 runs as the current user.
 
-Limits are rlimits set on bwrap before it execs (inherited by everything in
-the sandbox):
+Limits are set on bwrap before it execs (inherited by everything in the
+sandbox):
 
+* a memory cgroup per sandbox, ``integritylab/<host dir name>`` (cgroup v1:
+  ``memory.limit_in_bytes`` and ``memory.memsw.limit_in_bytes`` =
+  ``memory_mb``; cgroup v2: ``memory.max`` = ``memory_mb``, ``memory.swap.max``
+  = 0), when the orchestrator is root and a writable memory hierarchy exists
+  (:func:`memory_cgroup_support`). bwrap joins it between fork and exec, so the
+  limit is a total over every process of every exec of the sandbox (as with
+  Docker's ``mem_limit``); exceeding it OOM-kills a process in the sandbox. The
+  cgroup is removed on destroy. Without it (not root, no writable memory
+  cgroup, or ``INTEGRITYLAB_BWRAP_CGROUP=off``) only the per-process
+  RLIMIT_AS below applies.
 * ``RLIMIT_AS = memory_mb`` per process (address space, not RSS; Debian's
   python3 importing numpy+pandas+matplotlib peaks at ~450 MiB of address
-  space with BLAS threads capped at 4, so the 1 GiB default is enough). It is
-  not a total: N processes may each use up to the limit.
+  space with BLAS threads capped at 4, so the 1 GiB default is enough). On its
+  own it is not a total: N processes may each use up to the limit.
 * ``RLIMIT_NPROC = pids`` + bwrap's own processes + the tasks the host uid
   already has. The kernel counts NPROC per *host* uid, so concurrent sandboxes
   share one budget; the pre-existing count keeps one sandbox's processes from
@@ -30,8 +40,9 @@ the sandbox):
   make fork fail in another sandbox running at the same time (never on the host).
 * ``RLIMIT_FSIZE``, ``RLIMIT_CPU`` (per process), ``RLIMIT_CORE = 0``.
 * ``/tmp`` is a tmpfs of ``tmp_size_mb``; ``/dev/shm`` one of at most 64 MiB.
-  The workspace itself has no quota (bwrap cannot set one); only single files
-  are capped by ``file_size_mb``.
+  The workspace is capped at ``workspace_mb`` when it can be a loop-mounted
+  image (root, loop devices: see :mod:`sandboxes.hostfs`); otherwise it has no
+  quota and only single files are capped by ``file_size_mb``.
 """
 
 from __future__ import annotations
@@ -41,7 +52,11 @@ import os
 import posixpath
 import resource
 import shutil
+import signal
+import subprocess
 import threading
+import time
+import weakref
 from functools import lru_cache
 from pathlib import Path
 from typing import ClassVar
@@ -99,6 +114,137 @@ SYNTHETIC_ETC: dict[str, str] = {
 # environment of the bwrap process itself (the command's env is passed via --args)
 _BWRAP_PROCESS_ENV = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}
 _MIB = 1024 * 1024
+
+
+# ---- memory cgroup per sandbox ------------------------------------------------------------
+
+CGROUP_ENV = "INTEGRITYLAB_BWRAP_CGROUP"  # "off"/"0"/"false"/"no" forces the RLIMIT_AS-only fallback
+CGROUP_PARENT = "integritylab"
+CGROUP_V1_MEMORY = Path("/sys/fs/cgroup/memory")
+CGROUP_V2_ROOT = Path("/sys/fs/cgroup")
+CGROUP_RMDIR_WAIT_S = 5.0
+
+
+def _fs_type(path: Path) -> str | None:
+    best: tuple[int, str] | None = None
+    target = str(path)
+    for point, fstype, _src in hostfs.mounts():
+        inside = target == point or target.startswith(point.rstrip("/") + "/")
+        if inside and (best is None or len(point) >= best[0]):
+            best = (len(point), fstype)
+    return best[1] if best else None
+
+
+def memory_cgroup_support() -> tuple[tuple[str, Path] | None, str]:
+    """Where per-sandbox memory cgroups can be made: (("v1"|"v2", parent dir), why) or (None, why not)."""
+    if os.environ.get(CGROUP_ENV, "").strip().lower() in ("0", "off", "false", "no"):
+        return None, f"memory cgroup disabled by {CGROUP_ENV}; memory is capped per process (RLIMIT_AS) only"
+    if os.geteuid() != 0:
+        return None, "a memory cgroup needs root; memory is capped per process (RLIMIT_AS) only"
+    if _fs_type(CGROUP_V1_MEMORY) == "cgroup" and (CGROUP_V1_MEMORY / "memory.limit_in_bytes").exists():
+        parent = CGROUP_V1_MEMORY / CGROUP_PARENT
+        try:
+            parent.mkdir(exist_ok=True)
+        except OSError as exc:
+            return None, f"cannot create memory cgroup {parent}: {exc.strerror}; RLIMIT_AS only"
+        return ("v1", parent), f"cgroup v1 memory cgroup under {parent}"
+    if _fs_type(CGROUP_V2_ROOT) == "cgroup2":
+        try:
+            controllers = (CGROUP_V2_ROOT / "cgroup.controllers").read_text().split()
+        except OSError:
+            controllers = []
+        if "memory" not in controllers:
+            return None, "the cgroup v2 hierarchy has no memory controller; RLIMIT_AS only"
+        parent = CGROUP_V2_ROOT / CGROUP_PARENT
+        try:
+            parent.mkdir(exist_ok=True)
+            for d in (CGROUP_V2_ROOT, parent):
+                if "memory" not in (d / "cgroup.subtree_control").read_text().split():
+                    (d / "cgroup.subtree_control").write_text("+memory")
+        except OSError as exc:
+            return None, f"cannot enable the memory controller for {parent}: {exc.strerror}; RLIMIT_AS only"
+        return ("v2", parent), f"cgroup v2 memory cgroup under {parent}"
+    return None, "no cgroup memory hierarchy at /sys/fs/cgroup; memory is capped per process (RLIMIT_AS) only"
+
+
+class MemoryCgroup:
+    """One sandbox's memory cgroup: every process of every exec is accounted in it."""
+
+    def __init__(self, version: str, path: Path, memory_mb: int) -> None:
+        self.version = version
+        self.path = path
+        path.mkdir(mode=0o755)
+        limit = str(memory_mb * _MIB)
+        try:
+            if version == "v1":
+                (path / "memory.limit_in_bytes").write_text(limit)
+                memsw = path / "memory.memsw.limit_in_bytes"
+                if memsw.exists():  # swap accounting on: memory+swap is capped too
+                    memsw.write_text(limit)
+            else:
+                (path / "memory.max").write_text(limit)
+                swap = path / "memory.swap.max"
+                if swap.exists():
+                    swap.write_text("0")
+        except BaseException:
+            self.remove()
+            raise
+
+    def open_procs(self) -> int:
+        """An fd on ``cgroup.procs`` (opened as root) for the child to join with before exec."""
+        return os.open(self.path / "cgroup.procs", os.O_WRONLY | os.O_CLOEXEC)
+
+    def peak_note(self) -> str:
+        name = "memory.max_usage_in_bytes" if self.version == "v1" else "memory.peak"
+        try:
+            return f"peak {int((self.path / name).read_text()) // _MIB} MiB"
+        except (OSError, ValueError):
+            return ""
+
+    def remove(self) -> None:
+        """Kill what is left in the cgroup and remove it (idempotent, best effort)."""
+        remove_cgroup(self.path)
+
+
+def remove_cgroup(path: Path) -> bool:
+    deadline = time.monotonic() + CGROUP_RMDIR_WAIT_S
+    while True:
+        try:
+            path.rmdir()
+            return True
+        except FileNotFoundError:
+            return True
+        except OSError:
+            pass
+        try:
+            pids = [int(x) for x in (path / "cgroup.procs").read_text().split()]
+        except (OSError, ValueError):
+            pids = []
+        for pid in pids:  # only sandbox processes are ever in this cgroup
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.02)
+
+
+def reap_stale_cgroups(parent: Path, temp_dir: Path) -> None:
+    """Best effort: remove empty sandbox cgroups whose host directory is gone (a dead owner's)."""
+    try:
+        children = [c for c in parent.iterdir() if c.is_dir()]
+    except OSError:
+        return
+    for child in children:
+        if (temp_dir / child.name).exists():
+            continue
+        try:
+            if (child / "cgroup.procs").read_text().strip():
+                continue
+            child.rmdir()
+        except OSError:
+            continue
 
 
 def find_bwrap() -> str | None:
@@ -210,6 +356,21 @@ class BwrapBackend(SandboxBackend):
             self.host_uid = host_uid
             self.host_gid = host_gid
         self.temp_root = Path(temp_root) if temp_root is not None else None
+        self._reap_stale()
+
+    def _reap_stale(self) -> None:
+        """Best effort: unmount and remove quota images and cgroups a dead orchestrator left behind."""
+        if not self.is_root:
+            return
+        try:
+            hostfs.reap_stale_mounts("il-")
+            where, _why = memory_cgroup_support()
+            if where is not None:
+                import tempfile
+
+                reap_stale_cgroups(where[1], self.temp_root or Path(tempfile.gettempdir()))
+        except (OSError, SandboxError):
+            pass
 
     def available(self) -> tuple[bool, str]:
         if not self.bwrap_path:
@@ -265,9 +426,26 @@ class BwrapSandbox(hostfs.HostWorkspaceSandbox):
         host_ids: tuple[int, int] | None,
         temp_root: Path | None = None,
     ) -> None:
-        super().__init__(spec, prefix="il-", temp_root=temp_root, owner=host_ids)
+        super().__init__(spec, prefix="il-", temp_root=temp_root, owner=host_ids, workspace_quota=True)
         self.bwrap_path = bwrap_path
         self.host_ids = host_ids
+        self.cgroup: MemoryCgroup | None = None
+        where, self.memory_note = memory_cgroup_support()
+        if where is not None:
+            version, parent = where
+            try:
+                self.cgroup = MemoryCgroup(version, parent / self.host_dir.name, spec.limits.memory_mb)
+            except OSError as exc:
+                hostfs.HostWorkspaceSandbox.destroy(self)
+                raise SandboxError(f"cannot create the sandbox's memory cgroup: {exc}") from exc
+            self.memory_note += f": {spec.limits.memory_mb} MiB for the whole sandbox"
+            self._cgroup_finalizer = weakref.finalize(self, remove_cgroup, self.cgroup.path)
+
+    def destroy(self) -> None:
+        super().destroy()
+        if self.cgroup is not None:
+            self._cgroup_finalizer.detach()
+            self.cgroup.remove()
 
     # ---- exec -------------------------------------------------------------
 
@@ -320,6 +498,15 @@ class BwrapSandbox(hostfs.HostWorkspaceSandbox):
                     os.close(child_fds.pop())
 
             run_uid = self.host_ids[0] if self.host_ids is not None else os.getuid()
+            cgroup_fd: int | None = None
+            if self.cgroup is not None:
+                try:
+                    cgroup_fd = self.cgroup.open_procs()
+                except OSError as exc:
+                    if self.destroyed:
+                        raise SandboxError("sandbox has been destroyed") from exc
+                    raise SandboxError(f"cannot join the sandbox's memory cgroup: {exc}") from exc
+            # not in pass_fds: the child writes it before exec and close_fds/O_CLOEXEC drop it
             try:
                 outcome = run_process(
                     argv,
@@ -334,9 +521,13 @@ class BwrapSandbox(hostfs.HostWorkspaceSandbox):
                     pass_fds=list(child_fds),
                     tracker=self._tracker,
                     after_spawn=close_child_fds,
+                    cgroup_procs_fd=cgroup_fd,
                 )
-            except OSError as exc:
+            except (OSError, subprocess.SubprocessError) as exc:
                 raise SandboxError(f"cannot start bwrap: {exc}") from exc
+            finally:
+                if cgroup_fd is not None:
+                    os.close(cgroup_fd)
             statuses = _parse_status(_read_nonblocking(status_r))
         finally:
             for fd in child_fds:
@@ -438,6 +629,8 @@ class BwrapSandbox(hostfs.HostWorkspaceSandbox):
 __all__: list[str] = [
     "BwrapBackend",
     "BwrapSandbox",
+    "MemoryCgroup",
+    "memory_cgroup_support",
     "SANDBOX_HOST_UID",
     "SANDBOX_HOST_GID",
     "SANDBOX_UID",

@@ -8,8 +8,11 @@ contained, with the evidence. After each check the host is examined (it can
 still fork, has memory and disk left, no process of the attempt survives, the
 sandbox's workspace and container are gone).
 
-``KNOWN_GAPS`` lists the attempts a backend is known not to contain, with the
-reason; they are still reported as not contained.
+``KNOWN_GAPS`` lists the attempts a backend is known not to contain when it
+has to fall back (no workspace quota without root and loop devices; no memory
+cgroup for bwrap without root and a writable memory hierarchy), with the reason;
+:func:`known_gaps` keeps the ones that apply on this host. They are still
+reported as not contained.
 
 Use :func:`run_suite` (or ``integritylab sandbox selftest``).
 """
@@ -33,24 +36,57 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sandboxes.base import ExecResult, Sandbox, SandboxBackend, SandboxLimits, SandboxSpec
+from sandboxes.base import (
+    ExecResult,
+    Sandbox,
+    SandboxBackend,
+    SandboxLimits,
+    SandboxSpec,
+)
 from sandboxes.registry import get_backend
 
 PY = "/usr/bin/python3"  # in the docker image and on the Debian hosts bwrap runs on
 MIB = 1024 * 1024
 
-# attempts a backend does not contain, and why (reported, not hidden)
+# attempts a backend does not contain *where its fallback applies*, and why (reported,
+# not hidden); :func:`known_gaps` keeps only those that apply on this host
 KNOWN_GAPS: dict[str, dict[str, str]] = {
     "bwrap": {
-        "memory_bomb_forked": "bwrap caps memory per process (RLIMIT_AS), not per sandbox: no cgroup",
-        "disk_fill_workspace": "the workspace is a host directory without a quota; only single files are capped",
+        "memory_bomb_forked": (
+            "no memory cgroup here, so bwrap caps memory per process (RLIMIT_AS), not per sandbox"
+        ),
+        "disk_fill_workspace": (
+            "no workspace quota here (needs root and loop devices): the workspace is a plain host"
+            " directory; only single files are capped"
+        ),
     },
     "docker": {
         "disk_fill_workspace": (
-            "the workspace is a bind-mounted host directory without a quota; only single files are capped"
+            "no workspace quota here (needs root and loop devices): the workspace is a bind-mounted"
+            " host directory; only single files are capped"
         ),
     },
 }
+
+
+def known_gaps(backend: SandboxBackend | str) -> dict[str, str]:
+    """The entries of ``KNOWN_GAPS`` that apply on this host (the fallback is in use), with why."""
+    name = backend if isinstance(backend, str) else backend.name
+    gaps: dict[str, str] = {}
+    candidates = KNOWN_GAPS.get(name, {})
+    if "disk_fill_workspace" in candidates:
+        from sandboxes.hostfs import quota_support
+
+        ok, why = quota_support()
+        if not ok:
+            gaps["disk_fill_workspace"] = f"{candidates['disk_fill_workspace']} ({why})"
+    if "memory_bomb_forked" in candidates:
+        from sandboxes.bwrap import memory_cgroup_support
+
+        where, why = memory_cgroup_support()
+        if where is None:
+            gaps["memory_bomb_forked"] = f"{candidates['memory_bomb_forked']} ({why})"
+    return gaps
 
 
 @dataclass
@@ -458,10 +494,11 @@ def _memory_bomb_forked(probe: Probe) -> Attempt:
     survived = r.stdout.split().count("survived")
     refused = r.stdout.split().count("refused")
     contained = survived * 192 <= 256
+    note = getattr(probe.box, "memory_note", "")
     return Attempt(
         contained,
         f"{survived} of 4 processes held 192 MiB at the same time (limit 256 MiB); {refused} refused,"
-        f" {4 - survived - refused} killed; exit={r.exit_code}",
+        f" {4 - survived - refused} killed (OOM); exit={r.exit_code}" + (f"; {note}" if note else ""),
     )
 
 
@@ -490,8 +527,9 @@ def _disk_fill(probe: Probe) -> Attempt:
 @check(
     "disk_fill_workspace",
     "resources",
-    "fill the workspace with many capped files (bounded at 192 MiB)",
+    "fill the workspace with many capped files (bounded at 192 MiB; workspace quota 64 MiB)",
     file_size_mb=16,
+    workspace_mb=64,
 )
 def _disk_fill_workspace(probe: Probe) -> Attempt:
     r = probe.box.exec(
@@ -503,8 +541,13 @@ def _disk_fill_workspace(probe: Probe) -> Attempt:
         timeout=120,
     )
     total_kib = _first_int(r.stdout)
-    contained = total_kib * 1024 < 192 * MIB * 0.9
-    return Attempt(contained, f"wrote {total_kib / 1024:.0f} MiB in 16 MiB files before stopping (budget 192 MiB)")
+    contained = 0 <= total_kib * 1024 < 192 * MIB * 0.9
+    quota = getattr(probe.box, "quota_note", "")
+    return Attempt(
+        contained,
+        f"wrote {total_kib / 1024:.0f} MiB in 16 MiB files before stopping (budget 192 MiB, quota 64 MiB):"
+        f" {_last_line(r.stderr) or 'no error'}" + (f"; {quota}" if quota else ""),
+    )
 
 
 @check("sigterm_ignorer", "resources", "a process tree that ignores SIGTERM runs past its timeout")
@@ -793,7 +836,7 @@ def run_suite(
     if unknown:
         raise ValueError(f"unknown containment checks: {', '.join(sorted(unknown))}; known: {', '.join(check_names())}")
     selected = [c for c in CHECKS if names is None or c.name in names]
-    gaps = KNOWN_GAPS.get(backend.name, {})
+    gaps = known_gaps(backend)
     results: list[CheckResult] = []
     host_tmp = Path(tempfile.mkdtemp(prefix="il-containment-"))
     os.chmod(host_tmp, 0o755)  # traversable, like any host temp dir a rubric might sit in
@@ -851,5 +894,6 @@ __all__ = [
     "ContainmentCheck",
     "check_names",
     "host_health",
+    "known_gaps",
     "run_suite",
 ]

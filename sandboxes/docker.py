@@ -31,8 +31,11 @@ workspace is then an ordinary directory, so ``write_file``/``read_file``/
 :mod:`sandboxes.hostfs` that the bubblewrap backend uses (no tar archives from
 ``docker cp`` to parse, no extra exec per file), and collection cannot follow a
 symlink or copy a hard-linked host file. The cost: the engine must run on this
-host (checked at create time), and the workspace has no size quota (only
-single files are capped, by ``fsize``).
+host (checked at create time). The workspace's size is capped by
+``workspace_mb`` when the orchestrator is root and loop devices work (the host
+directory is then a loop-mounted ext4 image, see :mod:`sandboxes.hostfs`;
+filling it fails with ENOSPC inside); otherwise it has no quota and only
+single files are capped, by ``fsize``.
 
 How ``exec`` is supervised. ``exec_create`` + a hijacked ``exec/start`` stream
 (multiplexed stdout/stderr frames, demultiplexed here and capped with the same
@@ -76,6 +79,7 @@ from sandboxes.base import (
     SandboxSpec,
     SandboxUnavailable,
 )
+from sandboxes.hostfs import _boot_id, _start_ticks, owner_is_gone, owner_label  # noqa: F401 - re-exported
 from sandboxes.process import BASE_ENV, READ_CHUNK, STDIN_CHUNK, _Capture, validate_env
 from sandboxes.registry import register_backend
 
@@ -110,46 +114,7 @@ def build_hint(image: str) -> str:
     )
 
 
-# ---- who owns a container ---------------------------------------------------------
-
-
-def _boot_id() -> str:
-    try:
-        with open("/proc/sys/kernel/random/boot_id") as fh:
-            return fh.read().strip()
-    except OSError:
-        return "unknown"
-
-
-def _start_ticks(pid: int) -> str | None:
-    """Start time of ``pid`` (clock ticks since boot): tells a live owner from a reused pid."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as fh:
-            data = fh.read()
-        return data[data.rindex(b")") + 2 :].split()[19].decode()
-    except (OSError, ValueError, IndexError):
-        return None
-
-
-def owner_label(pid: int | None = None) -> str:
-    pid = os.getpid() if pid is None else pid
-    return f"{socket.gethostname()}|{_boot_id()}|{pid}|{_start_ticks(pid)}"
-
-
-def owner_is_gone(label: str) -> bool:
-    """True when ``label`` names a process of this host (this boot) that no longer runs.
-
-    Containers owned by another host (a shared engine) are never judged here.
-    """
-    try:
-        host, boot, pid, start = label.split("|")
-    except ValueError:
-        return False
-    if host != socket.gethostname():
-        return False
-    if boot != _boot_id():
-        return True  # the owner ran before the last reboot
-    return _start_ticks(int(pid)) != start
+# owner labels (owner_label, owner_is_gone) live in sandboxes.hostfs, shared with bwrap
 
 
 # ---- process groups on the host -------------------------------------------------------
@@ -343,8 +308,8 @@ def _remove_orphan_workspace(path: str | None) -> None:
     try:
         if p.stat().st_uid != os.geteuid():
             return
-        hostfs.remove_tree(p)
-    except OSError:
+        hostfs.remove_workspace_dir(p)
+    except (OSError, SandboxError):
         pass
 
 
@@ -368,7 +333,7 @@ class DockerSandbox(hostfs.HostWorkspaceSandbox):
     ) -> None:
         self.is_root = os.geteuid() == 0
         owner = (SANDBOX_UID, SANDBOX_GID) if self.is_root else None
-        super().__init__(spec, prefix=WORKSPACE_PREFIX, temp_root=temp_root, owner=owner)
+        super().__init__(spec, prefix=WORKSPACE_PREFIX, temp_root=temp_root, owner=owner, workspace_quota=True)
         if not self.is_root:
             # the host user cannot chown to 1000; the 0700 parent keeps other host users out
             os.chmod(self.host_workspace, 0o777)
@@ -828,14 +793,14 @@ def _wait_fd(fd: int, timeout: float) -> bool:
 
 __all__: list[str] = [
     "DEFAULT_IMAGE",
-    "DockerBackend",
-    "DockerSandbox",
     "LABEL_MANAGED",
     "LABEL_OWNER",
     "LABEL_RUN_ID",
     "SANDBOX_UID",
+    "DockerBackend",
+    "DockerSandbox",
     "build_hint",
     "group_members",
-    "owner_label",
     "owner_is_gone",
+    "owner_label",
 ]

@@ -7,8 +7,21 @@ reading or changing host files. So every operation here walks with directory
 file descriptors, opens each component with ``O_NOFOLLOW``, refuses symlinks and
 multiply-linked files, and never blocks on FIFOs.
 
-Shared by every backend whose workspace is a host directory (bwrap, local),
-together with :class:`HostWorkspaceSandbox`, their common base class.
+Shared by every backend whose workspace is a host directory (bwrap, local,
+docker's bind mount), together with :class:`HostWorkspaceSandbox`, their
+common base class.
+
+Workspace quota. A host directory has no size limit of its own, so when the
+orchestrator is root and loop devices work (:func:`quota_support`), the
+sandbox's host directory is instead the root of a private ext4 filesystem: a
+sparse image of ``limits.workspace_mb`` next to it (``<host_dir>.img``),
+loop-mounted ``nodev,nosuid`` over it. Filling the workspace then fails with
+ENOSPC inside the sandbox and costs the host at most that much disk, and the
+image is unmounted and deleted with the sandbox. The image has no journal (the
+workspace does not outlive its run), so it starts at well under 1 MiB on disk
+and mkfs + mount take tens of milliseconds. Elsewhere (not root, no loop
+devices, or ``INTEGRITYLAB_WORKSPACE_QUOTA=off``) the workspace is a plain
+directory and only single files are capped.
 """
 
 from __future__ import annotations
@@ -16,6 +29,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import socket
 import stat
 import subprocess
 import tempfile
@@ -406,12 +420,213 @@ def safe_label(run_id: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]", "_", run_id)[:40] or "run"
 
 
+# ---- who owns a sandbox (so orphans of a dead orchestrator can be removed) --------------
+
+
+def _boot_id() -> str:
+    try:
+        with open("/proc/sys/kernel/random/boot_id") as fh:
+            return fh.read().strip()
+    except OSError:
+        return "unknown"
+
+
+def _start_ticks(pid: int) -> str | None:
+    """Start time of ``pid`` (clock ticks since boot): tells a live owner from a reused pid."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            data = fh.read()
+        return data[data.rindex(b")") + 2 :].split()[19].decode()
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def owner_label(pid: int | None = None) -> str:
+    pid = os.getpid() if pid is None else pid
+    return f"{socket.gethostname()}|{_boot_id()}|{pid}|{_start_ticks(pid)}"
+
+
+def owner_is_gone(label: str) -> bool:
+    """True when ``label`` names a process of this host (this boot) that no longer runs.
+
+    Labels of another host (a shared engine) are never judged here.
+    """
+    try:
+        host, boot, pid, start = label.split("|")
+    except ValueError:
+        return False
+    if host != socket.gethostname():
+        return False
+    if boot != _boot_id():
+        return True  # the owner ran before the last reboot
+    try:
+        return _start_ticks(int(pid)) != start
+    except ValueError:
+        return False
+
+
+# ---- workspace quota: a loop-mounted ext4 image per sandbox --------------------------------
+
+QUOTA_ENV = "INTEGRITYLAB_WORKSPACE_QUOTA"  # "off"/"0"/"false"/"no" forces the fallback
+OWNER_FILE = ".il-owner"  # in the mounted host_dir (root-owned, out of the sandbox's reach)
+IMAGE_SUFFIX = ".img"
+_QUOTA_TOOLS = ("losetup", "mkfs.ext4", "mount", "umount")
+_TOOL_DIRS = "/usr/sbin:/sbin:/usr/bin:/bin"
+
+
+def _tool(name: str) -> str | None:
+    return shutil.which(name, path=_TOOL_DIRS)
+
+
+_quota_probe: tuple[bool, str] | None = None
+_quota_lock = threading.Lock()
+
+
+def quota_support() -> tuple[bool, str]:
+    """Whether workspaces get a size quota on this host, and if not, why not."""
+    global _quota_probe
+    if os.environ.get(QUOTA_ENV, "").strip().lower() in ("0", "off", "false", "no"):
+        return False, f"workspace quota disabled by {QUOTA_ENV}"
+    if os.geteuid() != 0:
+        return False, "workspace quota needs root (loop-mounted image); only single files are capped"
+    with _quota_lock:
+        if _quota_probe is None:
+            missing = [t for t in _QUOTA_TOOLS if _tool(t) is None]
+            if missing:
+                _quota_probe = (False, f"workspace quota needs {', '.join(missing)} (util-linux, e2fsprogs)")
+            else:
+                try:
+                    r = subprocess.run(
+                        [str(_tool("losetup")), "-f"], capture_output=True, text=True, timeout=10, check=False
+                    )
+                    ok = r.returncode == 0 and r.stdout.strip().startswith("/dev/")
+                    why = r.stderr.strip() or r.stdout.strip()
+                except (OSError, subprocess.TimeoutExpired) as exc:
+                    ok, why = False, str(exc)
+                _quota_probe = (
+                    (True, "loop-mounted ext4 image per workspace")
+                    if ok
+                    else (False, f"workspace quota needs loop devices (`losetup -f`: {why or 'failed'})")
+                )
+        return _quota_probe
+
+
+def image_path(host_dir: Path) -> Path:
+    return host_dir.with_name(host_dir.name + IMAGE_SUFFIX)
+
+
+def _run_tool(argv: list[str]) -> None:
+    r = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
+    if r.returncode != 0:
+        raise SandboxError(f"{' '.join(argv[:2])} failed (exit {r.returncode}): {r.stderr.strip()[:300]}")
+
+
+def mount_quota_image(host_dir: Path, size_mb: int) -> Path:
+    """Make ``host_dir`` the root of a fresh ext4 filesystem of ``size_mb`` (sparse image next to it).
+
+    The mounted root is left root-owned, mode 0700; the caller sets its final mode.
+    """
+    image = image_path(host_dir)
+    fd = os.open(image, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    try:
+        os.ftruncate(fd, size_mb * 1024 * 1024)
+    finally:
+        os.close(fd)
+    try:
+        _run_tool([str(_tool("mkfs.ext4")), "-q", "-F", "-m", "0", "-O", "^has_journal", "-E", "root_owner=0:0", str(image)])
+        _run_tool([str(_tool("mount")), "-t", "ext4", "-o", "loop,nodev,nosuid,noatime", str(image), str(host_dir)])
+        try:
+            os.chmod(host_dir, 0o700)
+            os.rmdir(host_dir / "lost+found")
+            with open(host_dir / OWNER_FILE, "x") as fh:
+                fh.write(owner_label())
+        except BaseException:
+            unmount_below(host_dir)
+            raise
+    except BaseException:
+        image.unlink(missing_ok=True)
+        raise
+    return image
+
+
+def _unescape_mount(path: str) -> str:
+    return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), path)
+
+
+def mounts() -> list[tuple[str, str, str]]:
+    """(mount point, fs type, source) of every mount this process sees."""
+    out = []
+    try:
+        with open("/proc/self/mountinfo") as fh:
+            for line in fh:
+                left, _, right = line.partition(" - ")
+                fields, rest = left.split(), right.split()
+                if len(fields) >= 5 and len(rest) >= 2:
+                    out.append((_unescape_mount(fields[4]), rest[0], _unescape_mount(rest[1])))
+    except OSError:
+        pass
+    return out
+
+
+def unmount_below(path: Path) -> None:
+    """Unmount whatever is mounted at or below ``path`` (deepest first; lazily if busy)."""
+    base = os.path.abspath(path)
+    points = sorted(
+        {m for m, _t, _s in mounts() if m == base or m.startswith(base.rstrip("/") + "/")},
+        key=len,
+        reverse=True,
+    )
+    umount = _tool("umount") or "umount"
+    for point in points:
+        r = subprocess.run([umount, point], capture_output=True, check=False)
+        if r.returncode != 0:
+            # still in use (a dying process, another mount namespace): detach now, freed when released
+            subprocess.run([umount, "-l", point], capture_output=True, check=False)
+
+
+def remove_workspace_dir(host_dir: Path) -> None:
+    """Remove a sandbox's host directory: unmount its quota image, delete the tree and the image."""
+    unmount_below(host_dir)
+    remove_tree(host_dir)
+    image_path(host_dir).unlink(missing_ok=True)
+
+
+def reap_stale_mounts(prefix: str = "il-") -> list[str]:
+    """Best effort: remove quota-mounted sandbox dirs (``<prefix>*``) whose owning process is gone.
+
+    Only mounts that look exactly like ours are touched: an ext4 filesystem on a
+    loop device, mounted on a directory named ``<prefix>...`` with its image next
+    to it and an owner label inside naming a dead process of this host.
+    """
+    if os.geteuid() != 0:
+        return []
+    reaped = []
+    for point, fstype, source in mounts():
+        p = Path(point)
+        if fstype != "ext4" or not source.startswith("/dev/loop") or not p.name.startswith(prefix):
+            continue
+        if not image_path(p).is_file():
+            continue
+        try:
+            label = (p / OWNER_FILE).read_text()[:512]
+        except OSError:
+            continue
+        if not owner_is_gone(label):
+            continue
+        try:
+            remove_workspace_dir(p)
+            reaped.append(point)
+        except OSError:
+            continue
+    return reaped
+
+
 def _cleanup(tracker: ProcessTracker, host_dir: Path) -> None:
     """Last-resort cleanup (garbage collection / interpreter exit) of a forgotten sandbox."""
     tracker.kill_all()
     try:
-        remove_tree(host_dir)
-    except OSError:
+        remove_workspace_dir(host_dir)
+    except (OSError, SandboxError):
         pass
 
 
@@ -431,6 +646,7 @@ class HostWorkspaceSandbox(Sandbox):
         prefix: str,
         temp_root: Path | None = None,
         owner: tuple[int, int] | None = None,
+        workspace_quota: bool = False,
     ) -> None:
         super().__init__(spec)
         self.owner = owner
@@ -443,13 +659,24 @@ class HostWorkspaceSandbox(Sandbox):
         # workspace for a symlink; the workspace itself is 0700 and belongs to it.
         self.host_dir = Path(tempfile.mkdtemp(prefix=f"{prefix}{safe_label(spec.run_id)}-", dir=temp_root))
         self.host_workspace = self.host_dir / "workspace"
+        # quota_mb: the workspace's size limit (None: no quota, see quota_note)
+        self.quota_mb: int | None = None
+        self.quota_note = "no workspace quota requested"
+        self.quota_image: Path | None = None
         try:
+            if workspace_quota:
+                ok, why = quota_support()
+                if ok:
+                    self.quota_image = mount_quota_image(self.host_dir, spec.limits.workspace_mb)
+                    self.quota_mb = spec.limits.workspace_mb
+                    why = f"{why} of {self.quota_mb} MiB"
+                self.quota_note = why
             self.host_workspace.mkdir(mode=0o700)
             if owner is not None:
                 os.chmod(self.host_dir, 0o711)
                 os.chown(self.host_workspace, *owner)
         except BaseException:
-            remove_tree(self.host_dir)
+            remove_workspace_dir(self.host_dir)
             raise
         self._finalizer = weakref.finalize(self, _cleanup, self._tracker, self.host_dir)
 
@@ -480,4 +707,4 @@ class HostWorkspaceSandbox(Sandbox):
             self._destroyed = True
         self._tracker.kill_all()
         self._finalizer.detach()
-        remove_tree(self.host_dir)
+        remove_workspace_dir(self.host_dir)

@@ -1,8 +1,11 @@
 """The containment suite against both isolating backends, for real.
 
-Every check must be contained (or be a documented gap of that backend, listed
-in ``KNOWN_GAPS`` and still reported as not contained) and leave the host
-healthy. The docker half is skipped only when no engine can run here, never on
+Every check must be contained (or be a documented gap of that backend on this
+host, listed by ``known_gaps`` and still reported as not contained) and leave
+the host healthy. Where the host allows (root, loop devices, a memory cgroup
+hierarchy) the workspace quota and bwrap's memory cgroup close the
+``disk_fill_workspace`` and ``memory_bomb_forked`` gaps, and they must then be
+contained. The docker half is skipped only when no engine can run here, never on
 CI (``CI=true``).
 """
 
@@ -13,7 +16,15 @@ from pathlib import Path
 
 import pytest
 
-from sandboxes.containment import KNOWN_GAPS, CheckResult, check_names, run_suite
+from sandboxes.bwrap import memory_cgroup_support
+from sandboxes.containment import (
+    KNOWN_GAPS,
+    CheckResult,
+    check_names,
+    known_gaps,
+    run_suite,
+)
+from sandboxes.hostfs import quota_support
 from sandboxes.registry import get_backend
 
 ON_CI = os.environ.get("CI", "").lower() == "true"
@@ -46,8 +57,8 @@ def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_check(backend_name: str, check: str, data_dir: Path) -> None:
     result = _suite(backend_name, data_dir)[check]
     assert result.host_healthy, f"host unhealthy after {check}: {result.host_evidence}"
-    if check in KNOWN_GAPS.get(backend_name, {}):
-        # documented gap: must be reported honestly (if this starts passing, update KNOWN_GAPS)
+    if check in known_gaps(backend_name):
+        # documented gap on this host: must be reported honestly (if this starts passing, update KNOWN_GAPS)
         assert not result.contained and result.known_gap, result.evidence
     else:
         assert result.contained, f"{backend_name}/{check} not contained: {result.evidence}"
@@ -67,3 +78,20 @@ def test_suite_covers_the_issue() -> None:
 def test_unknown_check_is_an_error() -> None:
     with pytest.raises(ValueError, match="unknown containment checks"):
         run_suite("bwrap", names=["no-such-check"])
+
+
+def test_known_gaps_apply_only_where_the_fallback_does() -> None:
+    for backend_name in BACKENDS:
+        gaps = known_gaps(backend_name)
+        assert set(gaps) <= set(KNOWN_GAPS.get(backend_name, {}))
+        assert ("disk_fill_workspace" in gaps) == (not quota_support()[0])
+    assert ("memory_bomb_forked" in known_gaps("bwrap")) == (memory_cgroup_support()[0] is None)
+    assert "memory_bomb_forked" not in known_gaps("docker")  # docker always has its cgroup
+
+
+def test_gaps_come_back_when_the_fallback_is_forced(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("INTEGRITYLAB_WORKSPACE_QUOTA", "off")
+    monkeypatch.setenv("INTEGRITYLAB_BWRAP_CGROUP", "off")
+    assert set(known_gaps("bwrap")) == {"disk_fill_workspace", "memory_bomb_forked"}
+    assert set(known_gaps("docker")) == {"disk_fill_workspace"}
+    assert "INTEGRITYLAB_WORKSPACE_QUOTA" in known_gaps("docker")["disk_fill_workspace"]
