@@ -28,6 +28,8 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 WORKSPACE = "/workspace"
+#: where a run's model gateway socket (``SandboxSpec.gateway_socket``) appears inside the sandbox
+GATEWAY_SOCKET = "/run/integritylab/gateway.sock"
 
 
 class SandboxError(RuntimeError):
@@ -61,6 +63,8 @@ class SandboxSpec(BaseModel):
     image: str | None = None
     limits: SandboxLimits = Field(default_factory=SandboxLimits)
     env: dict[str, str] = Field(default_factory=dict)
+    # host path of the run's model gateway Unix socket, bind-mounted read-write at GATEWAY_SOCKET
+    gateway_socket: Path | None = None
 
 
 class ExecResult(BaseModel):

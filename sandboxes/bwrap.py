@@ -63,6 +63,7 @@ from typing import ClassVar
 
 from sandboxes import hostfs
 from sandboxes.base import (
+    GATEWAY_SOCKET,
     WORKSPACE,
     ExecResult,
     SandboxBackend,
@@ -618,6 +619,7 @@ class BwrapSandbox(hostfs.HostWorkspaceSandbox):
             "--size", str(tmp_bytes), "--tmpfs", "/tmp",
             *data_args,
             "--bind", str(self.host_workspace), WORKSPACE,
+            *(["--bind", str(self.spec.gateway_socket), GATEWAY_SOCKET] if self.spec.gateway_socket else []),
             "--remount-ro", "/",
             "--chdir", cwd,
             "--",

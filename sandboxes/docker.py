@@ -72,6 +72,7 @@ from docker.types import LogConfig, Mount, Ulimit
 
 from sandboxes import hostfs
 from sandboxes.base import (
+    GATEWAY_SOCKET,
     WORKSPACE,
     ExecResult,
     SandboxBackend,
@@ -382,7 +383,9 @@ class DockerSandbox(hostfs.HostWorkspaceSandbox):
                 Ulimit(name="core", soft=0, hard=0),
             ],
             oom_score_adj=500,  # the host's OOM killer picks sandbox processes first
-            mounts=[Mount(target=WORKSPACE, source=str(self.host_workspace), type="bind", read_only=False)],
+            mounts=[Mount(target=WORKSPACE, source=str(self.host_workspace), type="bind", read_only=False)]
+            + ([Mount(target=GATEWAY_SOCKET, source=str(self.spec.gateway_socket), type="bind", read_only=False)]
+               if self.spec.gateway_socket else []),
             log_config=LogConfig(type="none"),
             labels={
                 LABEL_MANAGED: "1",
