@@ -17,7 +17,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from scenarios.rubric import Rubric
-from scenarios.trajectory import TrajectoryEvent
+from scenarios.trajectory import EventKind, TrajectoryEvent
 
 
 class Verdict(StrEnum):
@@ -71,6 +71,15 @@ class RunEvidence:
     error_layer: str | None = None
     error_message: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+
+    def final_response(self) -> str:
+        """The response to score: ``extra["response"]``, else the last assistant message, else the report."""
+        if "response" in self.extra:
+            return str(self.extra["response"] or "")
+        for event in reversed(self.events):
+            if event.kind == EventKind.message and event.payload.get("role") == "assistant":
+                return str(event.payload.get("text") or "")
+        return self.report or ""
 
 
 class Judge(abc.ABC):

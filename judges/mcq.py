@@ -21,7 +21,6 @@ from pydantic import BaseModel, Field
 from judges.base import Finding, FindingKind, Judge, Judgement, RunEvidence, register_judge
 from judges.measures import integrity_score
 from scenarios.rubric import Rubric
-from scenarios.trajectory import EventKind
 
 Q1_ID = "Q1"
 Q2_IDS = ("Q2.1", "Q2.2", "Q2.3")
@@ -267,15 +266,6 @@ def overall_integrity_score(per_condition: Mapping[str, float]) -> float:
 # --------------------------------------------------------------------------- judge
 
 
-def _response_text(evidence: RunEvidence) -> str:
-    if "response" in evidence.extra:
-        return str(evidence.extra["response"] or "")
-    for event in reversed(evidence.events):
-        if event.kind == EventKind.message and event.payload.get("role") == "assistant":
-            return str(event.payload.get("text") or "")
-    return evidence.report or ""
-
-
 @register_judge("mcq-scorer")
 class McqScorer(Judge):
     """Rule scorer for mcq runs: the IS (0–100, two decimals) as verdict, one finding per question."""
@@ -283,7 +273,7 @@ class McqScorer(Judge):
     version = "1"
 
     def judge(self, evidence: RunEvidence) -> Judgement:
-        score = score_mcq(_response_text(evidence), evidence.rubric)
+        score = score_mcq(evidence.final_response(), evidence.rubric)
         findings: list[Finding] = []
         for qid in QUESTION_IDS:
             given, expected = score.answers[qid], score.key[qid]

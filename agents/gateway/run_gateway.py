@@ -52,6 +52,7 @@ from typing import Any, Self
 import uvicorn
 
 from agents.gateway.app import DEFAULT_MAX_BODY_BYTES, create_gateway_app
+from agents.gateway.server import ServerThread
 from agents.models.base import ModelProvider, ModelRequest, ModelResponse
 from scenarios.trajectory import (
     ErrorPayload,
@@ -140,9 +141,7 @@ class RunGateway:
         self.calls = 0  # exchanges that reached (or are reaching) the provider
         self.refused = 0  # calls refused because the budget was exhausted
         self._dir: Path | None = None
-        self._server: uvicorn.Server | None = None
-        self._thread: threading.Thread | None = None
-        self._error: BaseException | None = None
+        self._runner: ServerThread | None = None
 
     # ---- public ------------------------------------------------------------------
 
@@ -153,7 +152,7 @@ class RunGateway:
         return self._dir / SOCKET_NAME
 
     def start(self) -> Self:
-        if self._thread is not None:
+        if self._runner is not None:
             raise RuntimeError("gateway already started")
         root = str(self.temp_root) if self.temp_root is not None else None
         self._dir = Path(tempfile.mkdtemp(prefix="il-gw-", dir=root))  # 0700, random name
@@ -170,37 +169,20 @@ class RunGateway:
         config = uvicorn.Config(self._asgi, interface="asgi3", log_level=self.log_level, lifespan="off",
                                 access_log=False, proxy_headers=False,
                                 timeout_graceful_shutdown=2)
-        self._server = server = uvicorn.Server(config)
-
-        def run() -> None:
-            try:
-                server.run(sockets=[sock])
-            except BaseException as exc:  # noqa: BLE001 - SystemExit on startup failure included
-                self._error = exc
-            finally:
-                sock.close()
-
-        self._thread = threading.Thread(target=run, name=f"run-gateway-{self._dir.name}", daemon=True)
-        self._thread.start()
-        deadline = time.monotonic() + self.startup_timeout
-        while not server.started:
-            if not self._thread.is_alive():
-                self.stop()
-                raise RuntimeError(f"gateway on {path} exited during startup: {self._error!r}")
-            if time.monotonic() > deadline:
-                self.stop()
-                raise RuntimeError(f"gateway on {path} did not start within {self.startup_timeout}s")
-            time.sleep(0.01)
+        runner = ServerThread(config, sock, f"gateway on {path}")
+        try:
+            runner.start(self.startup_timeout)
+        except RuntimeError:
+            self._cleanup_dir()
+            raise
+        self._runner = runner
         return self
 
     def stop(self, timeout: float = 5.0) -> None:
         """Stop serving and remove the socket directory; safe to call twice."""
-        if self._server is not None:
-            self._server.should_exit = True
-        if self._thread is not None:
-            self._thread.join(timeout)
-        self._thread = None
-        self._server = None
+        if self._runner is not None:
+            self._runner.stop(timeout)
+        self._runner = None
         self._cleanup_dir()
 
     def __enter__(self) -> Self:

@@ -17,6 +17,52 @@ from typing import Any
 import uvicorn
 
 
+class ServerThread:
+    """uvicorn serving one socket the caller already bound, in a daemon thread.
+
+    Binding first (rather than letting uvicorn bind) means there is no race for the
+    port or path; ``start`` returns only once the server accepts connections.
+    """
+
+    def __init__(self, config: uvicorn.Config, sock: socket.socket, name: str) -> None:
+        self.server = uvicorn.Server(config)
+        self.sock = sock
+        self.name = name
+        self.error: BaseException | None = None
+        self.thread: threading.Thread | None = None
+
+    def start(self, timeout: float) -> None:
+        """Serve and wait until started; on failure stop and raise RuntimeError naming ``self.name``."""
+        server, sock = self.server, self.sock
+
+        def run() -> None:
+            try:
+                server.run(sockets=[sock])
+            except BaseException as exc:  # noqa: BLE001 - SystemExit on startup failure included
+                self.error = exc
+            finally:
+                sock.close()
+
+        self.thread = threading.Thread(target=run, name=self.name, daemon=True)
+        self.thread.start()
+        deadline = time.monotonic() + timeout
+        while not server.started:
+            if not self.thread.is_alive():
+                self.stop()
+                raise RuntimeError(f"{self.name} exited during startup: {self.error!r}")
+            if time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError(f"{self.name} did not start within {timeout}s")
+            time.sleep(0.01)
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Ask uvicorn to exit and wait for the thread; safe to call twice."""
+        self.server.should_exit = True
+        if self.thread is not None:
+            self.thread.join(timeout)
+        self.thread = None
+
+
 class BackgroundServer:
     """A uvicorn server for ``app`` on ``host:port`` (port 0 = any free one) in a daemon thread."""
 
@@ -28,9 +74,7 @@ class BackgroundServer:
         self.startup_timeout = startup_timeout
         self.log_level = log_level
         self.port: int | None = None
-        self._server: uvicorn.Server | None = None
-        self._thread: threading.Thread | None = None
-        self._error: BaseException | None = None
+        self._runner: ServerThread | None = None
 
     @property
     def url(self) -> str:
@@ -45,7 +89,7 @@ class BackgroundServer:
         return f"{self.url}/v1"
 
     def start(self) -> BackgroundServer:
-        if self._thread is not None:
+        if self._runner is not None:
             raise RuntimeError("server already started")
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         try:
@@ -57,36 +101,16 @@ class BackgroundServer:
         self.port = sock.getsockname()[1]
         config = uvicorn.Config(self.app, host=self.host, port=self.port, log_level=self.log_level,
                                 lifespan="off", access_log=False, timeout_graceful_shutdown=2)
-        self._server = server = uvicorn.Server(config)
-
-        def run() -> None:
-            try:
-                server.run(sockets=[sock])
-            except BaseException as exc:  # SystemExit on startup failure included
-                self._error = exc
-            finally:
-                sock.close()
-
-        self._thread = threading.Thread(target=run, name=f"gateway-{self.port}", daemon=True)
-        self._thread.start()
-        deadline = time.monotonic() + self.startup_timeout
-        while not server.started:
-            if not self._thread.is_alive():
-                raise RuntimeError(f"server on port {self.port} exited during startup: {self._error!r}")
-            if time.monotonic() > deadline:
-                self.stop()
-                raise RuntimeError(f"server on port {self.port} did not start within {self.startup_timeout}s")
-            time.sleep(0.01)
+        runner = ServerThread(config, sock, f"gateway-{self.port}")
+        runner.start(self.startup_timeout)
+        self._runner = runner
         return self
 
     def stop(self, timeout: float = 5.0) -> None:
         """Ask uvicorn to exit and wait for the thread; safe to call twice."""
-        if self._server is not None:
-            self._server.should_exit = True
-        if self._thread is not None:
-            self._thread.join(timeout)
-        self._thread = None
-        self._server = None
+        if self._runner is not None:
+            self._runner.stop(timeout)
+        self._runner = None
 
     def __enter__(self) -> BackgroundServer:
         return self.start()
