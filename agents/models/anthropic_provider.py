@@ -33,13 +33,14 @@ from agents.models.base import (
     ToolCall,
     Usage,
 )
-from agents.models.openai_compat import (
+from agents.models.registry import register_provider
+from agents.models.sdk_common import (
     DEFAULT_MAX_RETRIES,
     DEFAULT_TIMEOUT_S,
-    PLACEHOLDER_API_KEY,
-    _first_env,
+    resolve_credentials,
+    status_error,
+    upstream_message,
 )
-from agents.models.registry import register_provider
 
 BASE_URL_ENV = ("INTEGRITYLAB_ANTHROPIC_BASE_URL", "ANTHROPIC_BASE_URL")
 API_KEY_ENV = ("INTEGRITYLAB_ANTHROPIC_API_KEY", "ANTHROPIC_API_KEY")
@@ -117,15 +118,6 @@ def message_to_response(message: Any, model: str) -> ModelResponse:
     )
 
 
-def _upstream_message(exc: anthropic.APIStatusError) -> str:
-    body = exc.body
-    if isinstance(body, dict):
-        inner = body.get("error", body)
-        if isinstance(inner, dict) and isinstance(inner.get("message"), str):
-            return inner["message"]
-    return exc.message
-
-
 def sdk_error_to_model_error(exc: anthropic.AnthropicError, base_url: str) -> ModelError:
     where = f"Anthropic endpoint {base_url}"
     if isinstance(exc, anthropic.APITimeoutError):
@@ -133,15 +125,8 @@ def sdk_error_to_model_error(exc: anthropic.AnthropicError, base_url: str) -> Mo
     if isinstance(exc, anthropic.APIConnectionError):
         return ModelError(f"cannot connect to {where}: {exc}", layer="model", retryable=True)
     if isinstance(exc, anthropic.APIStatusError):
-        status, detail = exc.status_code, _upstream_message(exc)
-        if status in (401, 403):
-            kind = "authentication failed" if status == 401 else "permission denied"
-            return ModelError(f"{kind} ({status}) at {where}: {detail}; check the API key "
-                              f"({' / '.join(API_KEY_ENV)})", layer="model", retryable=False)
-        retryable = status in (408, 409, 429) or status >= 500
-        if exc.response.headers.get("x-should-retry") == "false":
-            retryable = False
-        return ModelError(f"HTTP {status} from {where}: {detail}", layer="model", retryable=retryable)
+        return status_error(exc.status_code, upstream_message(exc.body, exc.message), where, API_KEY_ENV,
+                            exc.response.headers)
     return ModelError(f"{type(exc).__name__} from {where}: {exc}", layer="model", retryable=False)
 
 
@@ -151,16 +136,8 @@ class AnthropicProvider(ModelProvider):
     def __init__(self, model: str, base_url: str | None = None, api_key: str | None = None, *,
                  timeout: float = DEFAULT_TIMEOUT_S, max_retries: int = DEFAULT_MAX_RETRIES) -> None:
         self.model = model
-        self.base_url = base_url or _first_env(BASE_URL_ENV)
-        key = api_key or _first_env(API_KEY_ENV)
-        if key is None:
-            if self.base_url is None:
-                raise ModelError(
-                    f"anthropic:{model} needs an API key: set {' or '.join(API_KEY_ENV)}, or point "
-                    f"{' or '.join(BASE_URL_ENV)} at an Anthropic-compatible server",
-                    layer="orchestrator",
-                )
-            key = PLACEHOLDER_API_KEY
+        self.base_url, key = resolve_credentials(f"anthropic:{model}", base_url, api_key, BASE_URL_ENV, API_KEY_ENV,
+                                                 "an Anthropic-compatible server")
         kwargs: dict[str, Any] = {"api_key": key, "timeout": timeout, "max_retries": max_retries}
         if self.base_url is not None:
             kwargs["base_url"] = self.base_url

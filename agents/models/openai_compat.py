@@ -13,7 +13,6 @@ trying again can help; the SDK itself retries at most ``max_retries`` times
 from __future__ import annotations
 
 import json
-import os
 from typing import Any
 
 import openai
@@ -29,34 +28,16 @@ from agents.models.base import (
     estimate_tokens,
 )
 from agents.models.registry import register_provider
+from agents.models.sdk_common import (
+    DEFAULT_MAX_RETRIES,
+    DEFAULT_TIMEOUT_S,
+    resolve_credentials,
+    status_error,
+    upstream_message,
+)
 
 BASE_URL_ENV = ("INTEGRITYLAB_OPENAI_BASE_URL", "OPENAI_BASE_URL")
 API_KEY_ENV = ("INTEGRITYLAB_OPENAI_API_KEY", "OPENAI_API_KEY")
-#: local servers ignore the key but the SDK insists on one
-PLACEHOLDER_API_KEY = "none"
-DEFAULT_MAX_RETRIES = 2
-DEFAULT_TIMEOUT_S = 300.0
-
-
-def _first_env(names: tuple[str, ...]) -> str | None:
-    for name in names:
-        value = os.environ.get(name, "").strip()
-        if value:
-            return value
-    return None
-
-
-def _upstream_message(exc: openai.APIStatusError) -> str:
-    """The server's own error message if it sent an OpenAI-style body, else the SDK's summary."""
-    body = exc.body
-    if isinstance(body, dict):
-        inner = body.get("error", body)
-        if isinstance(inner, dict) and isinstance(inner.get("message"), str):
-            return inner["message"]
-        if isinstance(inner, str):
-            return inner
-    return exc.message
-
 
 def _message_to_wire(message: ChatMessage, index: int) -> dict[str, Any]:
     if message.role == "tool":
@@ -149,20 +130,8 @@ def sdk_error_to_model_error(exc: openai.OpenAIError, base_url: str) -> ModelErr
     if isinstance(exc, openai.APIConnectionError):
         return ModelError(f"cannot connect to {where}: {exc}", layer="model", retryable=True)
     if isinstance(exc, openai.APIStatusError):
-        status = exc.status_code
-        detail = _upstream_message(exc)
-        if status in (401, 403):
-            kind = "authentication failed" if status == 401 else "permission denied"
-            return ModelError(
-                f"{kind} ({status}) at {where}: {detail}; check the API key "
-                f"({' / '.join(API_KEY_ENV)})",
-                layer="model", retryable=False,
-            )
-        retryable = status in (408, 409, 429) or status >= 500
-        # the integritylab gateway says explicitly when a retry cannot help
-        if exc.response.headers.get("x-should-retry") == "false":
-            retryable = False
-        return ModelError(f"HTTP {status} from {where}: {detail}", layer="model", retryable=retryable)
+        return status_error(exc.status_code, upstream_message(exc.body, exc.message), where, API_KEY_ENV,
+                            exc.response.headers)
     return ModelError(f"{type(exc).__name__} from {where}: {exc}", layer="model", retryable=False)
 
 
@@ -172,16 +141,8 @@ class OpenAICompatProvider(ModelProvider):
     def __init__(self, model: str, base_url: str | None = None, api_key: str | None = None, *,
                  timeout: float = DEFAULT_TIMEOUT_S, max_retries: int = DEFAULT_MAX_RETRIES) -> None:
         self.model = model
-        self.base_url = base_url or _first_env(BASE_URL_ENV)
-        key = api_key or _first_env(API_KEY_ENV)
-        if key is None:
-            if self.base_url is None:
-                raise ModelError(
-                    f"openai:{model} needs an API key: set {' or '.join(API_KEY_ENV)}, or point "
-                    f"{' or '.join(BASE_URL_ENV)} at a local OpenAI-compatible server",
-                    layer="orchestrator",
-                )
-            key = PLACEHOLDER_API_KEY
+        self.base_url, key = resolve_credentials(f"openai:{model}", base_url, api_key, BASE_URL_ENV, API_KEY_ENV,
+                                                 "a local OpenAI-compatible server")
         client_kwargs: dict[str, Any] = {"api_key": key, "timeout": timeout, "max_retries": max_retries}
         if self.base_url is not None:
             client_kwargs["base_url"] = self.base_url
