@@ -459,11 +459,8 @@ class BwrapSandbox(hostfs.HostWorkspaceSandbox):
         cwd: str = WORKSPACE,
         env: dict[str, str] | None = None,
     ) -> ExecResult:
-        self._check_live()
-        if not cmd or not all(isinstance(a, str) and "\x00" not in a for a in cmd):
-            raise ValueError("cmd must be a non-empty list of strings without NUL bytes")
+        timeout = self._begin_exec(cmd, timeout)
         limits = self.spec.limits
-        timeout = limits.command_timeout_s if timeout is None else timeout
         inner_cwd = self._inner_cwd(cwd)
         full_env = validate_env({**BASE_ENV, **self.spec.env, **(env or {})})
         if self.host_ids is not None:

@@ -684,6 +684,13 @@ class HostWorkspaceSandbox(Sandbox):
     def destroyed(self) -> bool:
         return self._destroyed
 
+    def _begin_exec(self, cmd: list[str], timeout: float | None) -> float:
+        """What every backend's ``exec`` checks first; returns the timeout to apply."""
+        self._check_live()
+        if not cmd or not all(isinstance(a, str) and "\x00" not in a for a in cmd):
+            raise ValueError("cmd must be a non-empty list of strings without NUL bytes")
+        return self.spec.limits.command_timeout_s if timeout is None else timeout
+
     def _check_live(self) -> None:
         if self._destroyed:
             raise SandboxError("sandbox has been destroyed")
