@@ -12,11 +12,12 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 from typer.core import TyperGroup
 
+from orchestrator.cli.scenarios_cmd import PackOption
 from scenarios.loader import LoadedScenario, ScenarioError, load_catalog
 from scenarios.rubric import Rubric
 from scenarios.schema import Family
@@ -67,14 +68,6 @@ def rejudge_run(run_id: Annotated[str, typer.Argument(help="the run to judge aga
 ScenarioOption = Annotated[str, typer.Option("--scenario", help="Scenario id.", show_default=False)]
 ResponseOption = Annotated[
     Path, typer.Option("--response", help="File holding the response text ('-' reads stdin).", show_default=False)
-]
-PackOption = Annotated[
-    Optional[list[Path]],
-    typer.Option(
-        "--pack",
-        help="Pack root, family folder or scenario folder to use instead of the built-in packs (repeatable).",
-        show_default=False,
-    ),
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print the full score as JSON.")]
 
