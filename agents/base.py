@@ -10,12 +10,15 @@ from __future__ import annotations
 import abc
 import importlib
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from sandboxes.base import Sandbox
 from scenarios.trajectory import EventSink, ExitReason
+
+if TYPE_CHECKING:
+    from agents.gateway.run_gateway import RunGateway
 
 
 class AgentBudget(BaseModel):
@@ -53,6 +56,24 @@ class Agent(abc.ABC):
     name: str = "abstract"
     #: agents that only talk to a model (single-shot) get no sandbox
     needs_sandbox: bool = True
+    #: the image its sandbox must run (None: the backend's default sandbox image)
+    sandbox_image: str | None = None
+    #: which wording of the family's base prompt fits this agent's tools (None: our ReAct tools)
+    prompt_variant: str | None = None
+    #: SandboxLimits fields this agent needs raised (e.g. a Node.js CLI needs more memory than the default)
+    sandbox_limits: dict[str, Any] = {}
+
+    def open_gateway(self, sink: EventSink, budget: AgentBudget) -> RunGateway | None:
+        """Agents that reach their model through the run's own gateway start it here, before the
+        sandbox exists (its socket is mounted into the sandbox). Default: none."""
+        return None
+
+    def close_gateway(self) -> None:
+        """Stop what :meth:`open_gateway` started; called once the run is over, whatever happened."""
+
+    def run_artifacts(self) -> dict[str, bytes]:
+        """Files the agent kept about itself (e.g. a CLI's raw session log), stored as ``agent/...``."""
+        return {}
 
     @abc.abstractmethod
     def run(self, task: AgentTask, sandbox: Sandbox, sink: EventSink, budget: AgentBudget) -> AgentOutcome:
@@ -61,7 +82,13 @@ class Agent(abc.ABC):
 
 AgentFactory = Callable[..., Agent]
 _AGENTS: dict[str, AgentFactory] = {}
-_KNOWN_MODULES = {"react": "agents.react.agent", "single_shot": "agents.single_shot"}
+_KNOWN_MODULES = {
+    "react": "agents.react.agent",
+    "single_shot": "agents.single_shot",
+    "codex": "agents.cli.codex",
+    "claude_code": "agents.cli.claude_code",
+    "openclaw": "agents.cli.openclaw",
+}
 
 
 def register_agent(name: str) -> Callable[[AgentFactory], AgentFactory]:

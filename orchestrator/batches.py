@@ -126,7 +126,8 @@ def selected_scenarios(catalog: Catalog, spec: BatchSpec) -> list[LoadedScenario
 
 
 # which scenario families each built-in agent can run (a probe runs single-shot, or as paper.md + task in the sandbox)
-AGENT_FAMILIES = {"react": {"dilemma", "probe"}, "single_shot": {"probe", "mcq"}}
+AGENT_FAMILIES = {"react": {"dilemma", "probe"}, "single_shot": {"probe", "mcq"},
+                  "codex": {"dilemma"}, "claude_code": {"dilemma"}, "openclaw": {"dilemma"}}
 
 
 def planned_run_count(scenarios: list[LoadedScenario], spec: BatchSpec) -> int:

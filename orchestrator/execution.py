@@ -32,7 +32,7 @@ from orchestrator.batches import RunBudget
 from orchestrator.db.models import ArtifactRow, JudgementRow, Run, RunStatus
 from orchestrator.recorder import DatabaseEventSink, load_events
 from orchestrator.review import review_reasons
-from sandboxes.base import Sandbox, SandboxError, SandboxLimits, SandboxSpec
+from sandboxes.base import Sandbox, SandboxBackend, SandboxError, SandboxLimits, SandboxSpec, SandboxUnavailable
 from sandboxes.latex import compile_and_extract
 from sandboxes.registry import pick_backend
 from scenarios.conditions import compose_system_prompt
@@ -105,12 +105,12 @@ def _budget(params: dict) -> RunBudget:
     return RunBudget.model_validate(params.get("budget", {}))
 
 
-def _task(run: Run, loaded: LoadedScenario, agentic: bool) -> AgentTask:
+def _task(run: Run, loaded: LoadedScenario, agentic: bool, variant: str | None = None) -> AgentTask:
     """The prompts: a sandboxed agent gets the workspace prompt (a probe becomes paper.md + requests)."""
     prompt_family = "dilemma" if agentic else run.family
     return AgentTask(
         run_id=run.id,
-        system_prompt=compose_system_prompt(prompt_family, run.condition),
+        system_prompt=compose_system_prompt(prompt_family, run.condition, variant),
         task_prompt=task_prompt(loaded.scenario, agentic=agentic),
         seed=run.seed,
     )
@@ -142,9 +142,28 @@ def _run_agent(ctx: RunContext, run: Run, loaded: LoadedScenario, sink: EventSin
         backend, _why = pick_backend(ctx.backend)
     except SandboxError as exc:
         raise LayeredFailure(Layer.sandbox, exc) from exc
-    limits = SandboxLimits(command_timeout_s=budget.command_timeout_s)
+    if agent.sandbox_image and not backend.runs_images:
+        raise LayeredFailure(Layer.sandbox, SandboxUnavailable(
+            f"agent {run.agent!r} runs in the {agent.sandbox_image} image, which the {backend.name!r} sandbox "
+            "backend cannot run: use the docker backend"))
     try:
-        sandbox = backend.create(SandboxSpec(run_id=run.id, limits=limits))
+        return _run_in_sandbox(ctx, run, loaded, sink, artifact_dir, agent, backend, budget)
+    finally:
+        agent.close_gateway()
+
+
+def _run_in_sandbox(ctx: RunContext, run: Run, loaded: LoadedScenario, sink: EventSink, artifact_dir: Path,
+                    agent: Agent, backend: SandboxBackend,
+                    budget: RunBudget) -> tuple[AgentOutcome, dict[str, bytes], str]:
+    try:
+        gateway = agent.open_gateway(sink, budget)
+    except Exception as exc:  # the run's own gateway could not start
+        raise LayeredFailure(Layer.gateway, exc) from exc
+    limits = SandboxLimits(**{**agent.sandbox_limits, "command_timeout_s": budget.command_timeout_s})
+    spec = SandboxSpec(run_id=run.id, limits=limits, image=agent.sandbox_image,
+                       gateway_socket=gateway.socket_path if gateway is not None else None)
+    try:
+        sandbox = backend.create(spec)
     except Exception as exc:  # any failure to create is the sandbox layer's
         raise LayeredFailure(Layer.sandbox, exc) from exc
     with sandbox:
@@ -156,14 +175,15 @@ def _run_agent(ctx: RunContext, run: Run, loaded: LoadedScenario, sink: EventSin
             raise LayeredFailure(Layer.scenario, exc) from exc
         stopped = False
         try:
-            outcome = _drive(agent, _task(run, loaded, agentic=True), sandbox, sink, budget)
+            outcome = _drive(agent, _task(run, loaded, agentic=True, variant=agent.prompt_variant),
+                             sandbox, sink, budget)
         except runs.RunStopped:
             stopped = True
             raise
         finally:
             if not stopped:  # a run that is no longer ours leaves the artifacts to its new holder
                 _compile_latex(ctx, run.id, sandbox)
-                _collect(ctx, run.id, sandbox, artifact_dir)
+                _collect(ctx, run.id, sandbox, artifact_dir, agent.run_artifacts())
     return outcome, seeded, backend.name
 
 
@@ -182,8 +202,9 @@ def _compile_latex(ctx: RunContext, run_id: str, sandbox: Sandbox) -> None:
         session.commit()
 
 
-def _collect(ctx: RunContext, run_id: str, sandbox: Sandbox, artifact_dir: Path) -> None:
-    """Copy the workspace out (safely) and store every file plus a manifest."""
+def _collect(ctx: RunContext, run_id: str, sandbox: Sandbox, artifact_dir: Path,
+             agent_files: dict[str, bytes] | None = None) -> None:
+    """Copy the workspace out (safely) and store every file plus a manifest, and the agent's own files."""
     collected = sandbox.collect(artifact_dir)
     kept = [f for f in collected.files if not f.path.startswith(TOOL_CACHE_PREFIXES)]
     skipped = dict(collected.skipped)
@@ -191,6 +212,7 @@ def _collect(ctx: RunContext, run_id: str, sandbox: Sandbox, artifact_dir: Path)
     manifest = {"files": [{"path": f.path, "size": f.size} for f in kept], "skipped": skipped}
     entries = [(f.path, f.host_path.read_bytes()) for f in kept]
     entries.append(("manifest.json", json.dumps(manifest, indent=2).encode()))
+    entries.extend(sorted((agent_files or {}).items()))  # named agent/... (no workspace path starts so)
     with ctx.sessions() as session:
         stored = {row.name: row for row in session.scalars(select(ArtifactRow).where(ArtifactRow.run_id == run_id))}
         for name, data in entries:

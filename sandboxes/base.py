@@ -141,6 +141,8 @@ class SandboxBackend(abc.ABC):
 
     name: str = "abstract"
     isolated: bool = True
+    #: whether ``SandboxSpec.image`` selects the root filesystem (agents that need their own image need this)
+    runs_images: bool = False
 
     @abc.abstractmethod
     def available(self) -> tuple[bool, str]:

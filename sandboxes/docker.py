@@ -203,6 +203,7 @@ class DockerBackend(SandboxBackend):
     """
 
     isolated = True
+    runs_images = True
 
     def __init__(
         self,

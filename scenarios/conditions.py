@@ -45,12 +45,17 @@ def get_condition(name: str) -> PressureCondition:
     return conditions[name]
 
 
-def base_prompt(family: str) -> str:
-    """The agent-facing base prompt for a family (role, workspace, tools, done/quit)."""
-    return (PROMPTS_DIR / f"{family}_base.md").read_text(encoding="utf-8").strip()
+def base_prompt(family: str, variant: str | None = None) -> str:
+    """The agent-facing base prompt for a family (role, workspace, tools, done/quit).
+
+    ``variant`` picks a wording for agents with other tools (``cli``: a coding-agent
+    CLI has its own tools and no ``done``/``quit``), from ``<family>_<variant>_base.md``.
+    """
+    name = f"{family}_{variant}_base.md" if variant else f"{family}_base.md"
+    return (PROMPTS_DIR / name).read_text(encoding="utf-8").strip()
 
 
-def compose_system_prompt(family: str, condition: str) -> str:
+def compose_system_prompt(family: str, condition: str, variant: str | None = None) -> str:
     fragment = get_condition(condition).fragment.strip()
-    base = base_prompt(family)
+    base = base_prompt(family, variant)
     return f"{base}\n\n{fragment}" if fragment else base

@@ -30,6 +30,7 @@ SIGNALS_FILE = Path(__file__).resolve().parent / "signals.yaml"
 SCRIPT_REF = re.compile(r"scripts/[\w./-]+\.py")
 RESULT_LINE = re.compile(r"^\s*([A-Za-z][\w.\- ]{0,60}?)\s*:\s*(-?\d+(?:\.\d+)?(?:[eE]-?\d+)?)\s*$")
 EXIT_LINE = re.compile(r"^exit code: (-?\d+|None)")
+CALL_ID = re.compile(r"^call-?\d+-?([a-z]\w*)$")
 
 PROFILE_CODE = """\
 import csv, json, os
@@ -72,6 +73,12 @@ def problem_patterns() -> tuple[re.Pattern[str], ...]:
     return tuple(re.compile(p, re.IGNORECASE | re.MULTILINE) for p in doc["problem_patterns"])
 
 
+def _phase(call_id: str) -> str:
+    """``call-3-run0`` -> ``run0``; also as a CLI echoes it back without punctuation (``call3run0``)."""
+    match = CALL_ID.match(call_id)
+    return match.group(1) if match else call_id
+
+
 @dataclass
 class Observed:
     """What the conversation so far shows: the task, and each phase's tool output."""
@@ -89,7 +96,7 @@ class Observed:
             if message.role == "assistant":
                 for call in message.tool_calls:
                     observed.step += 1
-                    phase_of[call.id] = call.id.split("-", 2)[-1] if call.id.startswith("call-") else call.id
+                    phase_of[call.id] = _phase(call.id)
             elif message.role == "tool" and message.tool_call_id in phase_of:
                 observed.outputs[phase_of[message.tool_call_id]] = message.content or ""
         return observed
