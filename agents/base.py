@@ -52,6 +52,10 @@ class AgentOutcome(BaseModel):
     output_tokens: int = 0
 
 
+class AgentFailure(Exception):
+    """The agent itself broke (e.g. a CLI exited with an error): recorded with layer ``agent``, never retried."""
+
+
 class Agent(abc.ABC):
     name: str = "abstract"
     #: agents that only talk to a model (single-shot) get no sandbox

@@ -23,7 +23,7 @@ from pathlib import Path
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session, sessionmaker
 
-from agents.base import Agent, AgentOutcome, AgentTask, make_agent
+from agents.base import Agent, AgentFailure, AgentOutcome, AgentTask, make_agent
 from agents.models.base import ModelError
 from judges.base import Judgement, RunEvidence, Verdict, make_judge
 from orchestrator import runs
@@ -128,6 +128,8 @@ def _drive(agent: Agent, task: AgentTask, sandbox: Sandbox | None, sink: EventSi
         return outcome
     except ModelError as exc:
         raise LayeredFailure(Layer(exc.layer) if exc.layer in Layer.__members__ else Layer.model, exc) from exc
+    except AgentFailure as exc:
+        raise LayeredFailure(Layer.agent, exc) from exc
     except SandboxError as exc:
         raise LayeredFailure(Layer.sandbox, exc) from exc
 

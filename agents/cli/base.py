@@ -25,8 +25,9 @@ to read its final status). The flow of one run:
    final answer), and maps the exit: a timeout → ``timeout``; a refused model call
    (budget) → ``step_limit``; a clean exit with ``report/report.md`` written →
    ``done``; a clean exit without a report → ``quit`` (the CLI stopped short of
-   the task and said why in its final answer); anything else → ``crash`` with the
-   CLI's own error text.
+   the task and said why in its final answer); any other exit is an
+   :class:`~agents.base.AgentFailure` (the run ends ``error`` in layer ``agent``,
+   with the CLI's own error text; never retried).
 
 The CLI never sees a real API key: its key is the run's gateway token, which is
 worthless outside this run's socket.
@@ -40,7 +41,7 @@ import shlex
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from agents.base import Agent, AgentBudget, AgentOutcome, AgentTask
+from agents.base import Agent, AgentBudget, AgentFailure, AgentOutcome, AgentTask
 from agents.cli.transcript import LiveTranscript
 from agents.gateway.relay import DEFAULT_PORT, with_relay
 from agents.models.base import ModelProvider
@@ -199,7 +200,7 @@ class CliAgent(Agent, abc.ABC):
             if self._report_written(sandbox):
                 return ExitReason.done, final
             return ExitReason.quit, final or f"{self.name} ended without writing {REPORT_PATH}"
-        return ExitReason.crash, f"{self.name} exited with code {result.exit_code}: {self.failure_message(result)}"
+        raise AgentFailure(f"{self.name} exited with code {result.exit_code}: {self.failure_message(result)}")
 
     @staticmethod
     def _report_written(sandbox: Sandbox) -> bool:
