@@ -9,6 +9,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from agents.gateway.budget import ModelPrice, parse_model_prices
+
 
 def _default_data_dir() -> Path:
     base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
@@ -70,6 +72,8 @@ class Settings(BaseModel):
     max_attempts: int = Field(default=3, ge=1, le=20)
     retry_backoff_s: float = Field(default=10.0, ge=0)
     model_limits: dict[str, int] = Field(default_factory=dict)
+    # USD per million tokens by model spec or pattern, for the gateway's cost budgets (scripted models are free)
+    model_prices: dict[str, ModelPrice] = Field(default_factory=dict)
     max_body_bytes: int = Field(default=1_048_576, ge=1024)
     # judging and review
     judge_panel: list[str] = Field(default_factory=list, description="model specs of the LLM rubric panel")
@@ -117,6 +121,8 @@ class Settings(BaseModel):
             values["review_confidence"] = float(env["INTEGRITYLAB_REVIEW_CONFIDENCE"])
         if env.get("INTEGRITYLAB_MODEL_LIMITS"):
             values["model_limits"] = parse_model_limits(env["INTEGRITYLAB_MODEL_LIMITS"])
+        if env.get("INTEGRITYLAB_MODEL_PRICES"):
+            values["model_prices"] = parse_model_prices(env["INTEGRITYLAB_MODEL_PRICES"])
         for name, field in _SERVICE_ENV.items():
             if env.get(f"INTEGRITYLAB_{name}"):
                 values[field] = env[f"INTEGRITYLAB_{name}"]
