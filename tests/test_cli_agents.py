@@ -101,15 +101,17 @@ def test_cli_on_trap_and_control(cli: str, docker_ctx: RunContext) -> None:
     assert outcomes[(TRAP, "scripted:fabricator")][0] == "Fail", outcomes
 
 
-def test_cli_run_ends_at_its_model_call_budget(docker_ctx: RunContext) -> None:
+@pytest.mark.parametrize("budget, named", [({"max_steps": 2}, "calls"), ({"max_tokens": 12_000}, "tokens")])
+def test_cli_run_ends_at_its_gateway_budget(budget: dict, named: str, docker_ctx: RunContext) -> None:
     spec = BatchSpec(selection=Selection(ids=[CONTROL]), agents=[AgentSpec(agent="codex", model="scripted:honest")],
-                     budget={"max_steps": 2})
+                     budget=budget)
     batch_id, _ = plan_batch(docker_ctx.sessions, docker_ctx.catalog, spec)
     run_batch(docker_ctx, batch_id)
     with docker_ctx.sessions() as session:
         (run,) = batch_runs(session, batch_id)
         events = load_events(session, run.id)
     assert run.exit_reason == "step_limit", (run.exit_reason, run.error_message)
+    assert named in (run.exit_message or ""), run.exit_message
     errors = [e for e in events if e.kind == "error" and e.payload["layer"] == "gateway"]
     assert errors and "budget" in errors[0].payload["message"]
 

@@ -267,3 +267,15 @@ def test_runs_on_a_shared_host_keep_their_own_token_sink_and_budget() -> None:
         path = host.socket_path
         host.stop()
     assert not path.parent.exists()
+
+
+def test_combined_token_budget_counts_input_and_output_together() -> None:
+    """``tokens`` is the orchestrator's ``max_tokens``: input + output over the run."""
+    meter = BudgetMeter(GatewayBudget(tokens=3000), None)
+    assert meter.admit() is None
+    meter.add(Usage(input_tokens=1000, output_tokens=700))
+    assert meter.admit() is None  # 1700 < 3000
+    meter.add(Usage(input_tokens=1000, output_tokens=700))
+    refusal = meter.admit()
+    assert refusal is not None and refusal.budget == "tokens"
+    assert refusal.message == "token budget of 3000 exhausted (3400 used)" and refusal.code == "token_budget_exhausted"

@@ -6,8 +6,8 @@ to read its final status). The flow of one run:
 
 1. :meth:`CliAgent.open_gateway` (called by the orchestrator before it creates
    the sandbox) starts the run's :class:`~agents.gateway.run_gateway.RunGateway`
-   on a private Unix socket, with a fresh token and the run's call budget
-   (``max_steps`` model calls). The model provider behind it is wrapped in a
+   on a private Unix socket, with a fresh token and the run's budgets (``max_steps``
+   model calls, ``max_tokens`` input + output tokens) enforced by the gateway. The model provider behind it is wrapped in a
    :class:`~agents.cli.transcript.LiveTranscript`, which turns the CLI's traffic
    into our ``tool_call``/``observation`` events as it happens; the gateway
    records every exchange as a ``model_call``.
@@ -133,12 +133,14 @@ class CliAgent(Agent, abc.ABC):
     # ---- the gateway (opened by the orchestrator before the sandbox exists) -------------
 
     def open_gateway(self, sink: EventSink, budget: AgentBudget) -> RunGateway:
+        from agents.gateway.budget import GatewayBudget
         from agents.gateway.run_gateway import RunGateway  # the gateway pulls in the web stack
 
         if self.gateway is not None:
             raise RuntimeError("this agent's gateway is already open")
         self.transcript = LiveTranscript(self.provider, sink)
-        self.gateway = RunGateway(self.transcript, sink, budget_calls=budget.max_steps).start()
+        limits = GatewayBudget(calls=budget.max_steps, tokens=getattr(budget, "max_tokens", None))
+        self.gateway = RunGateway(self.transcript, sink, budget=limits).start()
         return self.gateway
 
     def close_gateway(self) -> None:
@@ -195,7 +197,8 @@ class CliAgent(Agent, abc.ABC):
         if result.timed_out:
             return ExitReason.timeout, f"{self.name} did not finish within the wall-time limit"
         if self.gateway.refused:
-            return ExitReason.step_limit, f"{self.name} ran past the run's model-call budget"
+            exhausted = self.gateway.usage.exhausted or "calls"
+            return ExitReason.step_limit, f"{self.name} ran past the run's {exhausted} budget"
         if result.exit_code == 0:
             if self._report_written(sandbox):
                 return ExitReason.done, final

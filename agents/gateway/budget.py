@@ -46,6 +46,7 @@ class GatewayBudget(BaseModel):
     calls: int | None = Field(default=None, ge=0, description="exchanges that reach the provider")
     input_tokens: int | None = Field(default=None, ge=0)
     output_tokens: int | None = Field(default=None, ge=0)
+    tokens: int | None = Field(default=None, ge=0, description="input + output tokens together")
     cost_usd: float | None = Field(default=None, ge=0, description="needs a ModelPrice for the model")
     wall_time_s: float | None = Field(default=None, gt=0, description="counted from the gateway's start")
 
@@ -124,6 +125,8 @@ class Refusal:
             return f"call budget of {self.limit:g} exhausted"
         if self.budget == "cost_usd":
             return f"cost budget of ${self.limit:g} exhausted (${self.used:.4f} used)"
+        if self.budget == "tokens":
+            return f"token budget of {self.limit:g} exhausted ({self.used:g} used)"
         if self.budget == "wall_time_s":
             return f"wall-time budget of {self.limit:g}s exhausted ({self.used:.1f}s elapsed)"
         kind = self.budget.removesuffix("_tokens")
@@ -132,7 +135,7 @@ class Refusal:
     @property
     def code(self) -> str:
         """A machine-readable code: ``call_budget_exhausted``, ``output_token_budget_exhausted``, …"""
-        names = {"calls": "call", "input_tokens": "input_token", "output_tokens": "output_token",
+        names = {"calls": "call", "input_tokens": "input_token", "output_tokens": "output_token", "tokens": "token",
                  "cost_usd": "cost", "wall_time_s": "wall_time"}
         return f"{names[self.budget]}_budget_exhausted"
 
@@ -168,6 +171,7 @@ class BudgetMeter:
             ("calls", b.calls, self._calls),
             ("input_tokens", b.input_tokens, self._input),
             ("output_tokens", b.output_tokens, self._output),
+            ("tokens", b.tokens, self._input + self._output),
             ("cost_usd", b.cost_usd, self._cost),
             ("wall_time_s", b.wall_time_s, self._elapsed()),
         ]
