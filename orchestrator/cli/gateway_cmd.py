@@ -12,17 +12,20 @@ from agents.gateway.app import create_gateway_app
 from agents.models.base import ModelError
 from agents.models.registry import make_provider
 
-app = typer.Typer(help="The model gateway (OpenAI Chat Completions today).", no_args_is_help=True)
+app = typer.Typer(
+    help="The model gateway: OpenAI Chat Completions, OpenAI Responses and Anthropic Messages in front of any model.",
+    no_args_is_help=True,
+)
 
 
 @app.command("serve")
 def serve(
-    model: Annotated[str, typer.Option(help="scripted:<policy> or openai:<model>")] = "scripted:honest",
+    model: Annotated[str, typer.Option(help="scripted:<policy>, openai:<model> or anthropic:<model>")] = "scripted:honest",
     host: Annotated[str, typer.Option(help="address to listen on")] = "127.0.0.1",
     port: Annotated[int, typer.Option(min=1, max=65535)] = 8765,
     token: Annotated[str | None, typer.Option(help="bearer token clients must send (default: generated)")] = None,
 ) -> None:
-    """Serve MODEL behind an OpenAI-compatible endpoint until interrupted."""
+    """Serve MODEL on /v1/chat/completions, /v1/responses and /v1/messages until interrupted."""
     try:
         provider = make_provider(model)
     except ModelError as exc:
