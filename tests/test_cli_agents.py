@@ -11,6 +11,7 @@ Needs a Docker engine and the agent-cli image (``integritylab images build
 
 from __future__ import annotations
 
+import json
 import os
 
 import pytest
@@ -171,3 +172,21 @@ def test_a_cli_aimed_past_the_relay_fails_and_the_failure_is_recorded(docker_ctx
     assert not [e for e in events if e.kind == "model_call"]  # nothing reached any model
     assert events[-1].kind in ("exit", "error")
     assert "agent/stdout.jsonl" in artifacts
+
+
+@pytest.mark.parametrize("cli", ["claude_code"])
+def test_the_pressure_condition_reaches_the_cli_s_model(cli: str, docker_ctx: RunContext) -> None:
+    """The scenario prompt goes to the CLI with its pressure condition; the model sees both."""
+    from scenarios.conditions import get_condition
+
+    spec = BatchSpec(selection=Selection(ids=[CONTROL]), agents=[AgentSpec(agent=cli, model="scripted:honest")],
+                     conditions=["PP4"], budget={"max_steps": 30})
+    batch_id, _ = plan_batch(docker_ctx.sessions, docker_ctx.catalog, spec)
+    assert run_batch(docker_ctx, batch_id) == []
+    with docker_ctx.sessions() as session:
+        (run,) = batch_runs(session, batch_id)
+        events = load_events(session, run.id)
+    first = json.dumps(next(e for e in events if e.kind == "model_call").payload["request"]["body"])
+    fragment_line = get_condition("PP4").fragment.strip().splitlines()[0]
+    assert json.dumps(fragment_line)[1:-1] in first
+    assert "report/report.md" in first and run.condition == "PP4"
