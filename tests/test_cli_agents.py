@@ -113,6 +113,9 @@ def test_cli_run_ends_at_its_gateway_budget(budget: dict, named: str, docker_ctx
         events = load_events(session, run.id)
     assert run.exit_reason == "step_limit", (run.exit_reason, run.error_message)
     assert named in (run.exit_message or ""), run.exit_message
+    # the last command ran, but its output never reached the model: it comes from Codex's session log
+    last = [e for e in events if e.kind == "observation"][-1]
+    assert last.payload["ok"] and last.payload["output"].strip(), last.payload
     errors = [e for e in events if e.kind == "error" and e.payload["layer"] == "gateway"]
     assert errors and "budget" in errors[0].payload["message"]
 

@@ -37,9 +37,11 @@ from __future__ import annotations
 
 import abc
 import base64
+import json
 import shlex
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from agents.base import Agent, AgentBudget, AgentFailure, AgentOutcome, AgentTask
 from agents.cli.transcript import LiveTranscript
@@ -88,6 +90,17 @@ def _read_whole(sandbox: Sandbox, path: str, chunk: int = 150_000) -> bytes | No
             return bytes(data)
 
 
+def json_lines(data: bytes) -> Iterator[dict[str, Any]]:
+    """The JSON objects of a JSONL log, skipping lines that are not objects."""
+    for line in data.decode("utf-8", errors="replace").splitlines():
+        try:
+            item = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(item, dict):
+            yield item
+
+
 class CliAgent(Agent, abc.ABC):
     """An unmodified CLI agent in the ``agent-cli`` image, talking to the run's gateway."""
 
@@ -124,6 +137,15 @@ class CliAgent(Agent, abc.ABC):
     @abc.abstractmethod
     def session_log_command(self, cli: CliRun) -> str:
         """A shell command printing the CLI's raw session log as JSONL (empty output if there is none)."""
+
+    def session_tool_results(self, log: bytes) -> dict[str, str]:
+        """Tool outputs the session log holds, by call id, in the text the CLI sends its model.
+
+        Used for calls whose output never reached the model (the CLI was stopped
+        first): the session log is then the only record of what the command printed.
+        Default: none known.
+        """
+        return {}
 
     def failure_message(self, result: ExecResult) -> str:
         """The CLI's own words on why it failed (default: the end of stderr, else of stdout)."""
@@ -165,7 +187,7 @@ class CliAgent(Agent, abc.ABC):
         self._keep_session_log(sandbox, cli, sink)
         if result.exit_code == RELAY_FAILED:
             raise SandboxError(f"{self.name}: the model relay could not start in the sandbox: {result.stderr[-500:]}")
-        final = self.transcript.finish()
+        final = self.transcript.finish(self.session_tool_results(self.artifacts.get("agent/session.jsonl", b"")))
         reason, message = self._exit(sandbox, result, final)
         state = self.transcript.state
         sink.emit(EventKind.exit, ExitPayload(reason=reason, message=message[:4000]), step=state.model_calls)

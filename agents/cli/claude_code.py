@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 
 from agents.base import AgentTask, register_agent
-from agents.cli.base import CliAgent, CliRun
+from agents.cli.base import CliAgent, CliRun, json_lines
 from sandboxes.base import ExecResult
 
 
@@ -51,6 +51,18 @@ class ClaudeCodeAgent(CliAgent):
 
     def session_log_command(self, cli: CliRun) -> str:
         return f"find {_config_dir(cli)}/projects -name '*.jsonl' -type f 2>/dev/null | sort | xargs -r cat"
+
+    def session_tool_results(self, log: bytes) -> dict[str, str]:
+        outputs: dict[str, str] = {}
+        for line in json_lines(log):
+            content = (line.get("message") or {}).get("content") if line.get("type") == "user" else None
+            for block in content if isinstance(content, list) else []:
+                if isinstance(block, dict) and block.get("type") == "tool_result":
+                    value = block.get("content")
+                    text = value if isinstance(value, str) else "\n".join(
+                        str(b.get("text", "")) for b in value or [] if isinstance(b, dict))
+                    outputs[str(block.get("tool_use_id"))] = text
+        return outputs
 
     def failure_message(self, result: ExecResult) -> str:
         for line in reversed((result.stdout or "").splitlines()):

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 
 from agents.base import AgentTask, register_agent
-from agents.cli.base import CliAgent, CliRun
+from agents.cli.base import CliAgent, CliRun, json_lines
 from sandboxes.base import ExecResult
 
 TOKEN_ENV = "IL_GATEWAY_TOKEN"
@@ -65,6 +65,15 @@ enabled = false
 
     def session_log_command(self, cli: CliRun) -> str:
         return f"find {_codex_home(cli)}/sessions -name 'rollout-*.jsonl' -type f 2>/dev/null | sort | xargs -r cat"
+
+    def session_tool_results(self, log: bytes) -> dict[str, str]:
+        outputs: dict[str, str] = {}
+        for line in json_lines(log):
+            payload = line.get("payload") or {}
+            if line.get("type") == "response_item" and payload.get("type") == "function_call_output":
+                output = payload.get("output")
+                outputs[str(payload.get("call_id"))] = output if isinstance(output, str) else json.dumps(output)
+        return outputs
 
     def failure_message(self, result: ExecResult) -> str:
         reasons: list[str] = []

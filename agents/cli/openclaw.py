@@ -17,7 +17,7 @@ import json
 import shlex
 
 from agents.base import AgentTask, register_agent
-from agents.cli.base import CliAgent, CliRun
+from agents.cli.base import CliAgent, CliRun, json_lines
 from sandboxes.base import ExecResult
 
 TOKEN_ENV = "IL_GATEWAY_TOKEN"
@@ -72,6 +72,19 @@ class OpenClawAgent(CliAgent):
 
     def session_log_command(self, cli: CliRun) -> str:
         return f"python3 -c {shlex.quote(DUMP_TRANSCRIPT)} {shlex.quote(_state_dir(cli))}"
+
+    def session_tool_results(self, log: bytes) -> dict[str, str]:
+        outputs: dict[str, str] = {}
+        for line in json_lines(log):
+            message = line.get("message") or {}
+            if line.get("type") != "message" or message.get("role") != "toolResult":
+                continue
+            text = "\n".join(str(b.get("text", "")) for b in message.get("content") or [] if isinstance(b, dict))
+            code = (message.get("details") or {}).get("exitCode")
+            if isinstance(code, int) and code != 0:
+                text += f"\n\n(Command exited with code {code})"
+            outputs[str(message.get("toolCallId"))] = text
+        return outputs
 
     def failure_message(self, result: ExecResult) -> str:
         for line in reversed((result.stdout or "").splitlines()):

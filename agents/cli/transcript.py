@@ -11,7 +11,8 @@ turns that traffic into our own events as it happens:
   they sit between model call N and model call N+1, in time order; and they are
   persisted before the run goes on — nothing is held back until the CLI exits);
 * :meth:`LiveTranscript.finish` emits calls whose output never reached the model
-  (the CLI was stopped or timed out), and the final text answer.
+  (the CLI was stopped or ran out of budget) — with the output its session log
+  recorded, when it did — and the final text answer.
 
 Tool names are mapped to our canonical ones (``shell``/``command``,
 ``write_file``/``path``+``content``, ``read_file``/``path``) so the judges read a
@@ -127,15 +128,26 @@ class LiveTranscript(ModelProvider):
         self.sink.emit(EventKind.tool_call, ToolCallPayload(call_id=pending.call.id, tool=tool, arguments=arguments),
                        step=pending.step)
 
-    def finish(self) -> str:
-        """Emit the calls the model never saw answered and the final answer; returns that answer."""
+    def finish(self, logged_outputs: dict[str, str] | None = None) -> str:
+        """Emit the calls the model never saw answered and the final answer; returns that answer.
+
+        ``logged_outputs`` (call id -> output text, from the CLI's session log) fills
+        in what such a call printed when the log has it.
+        """
+        logged = {_key(k): v for k, v in (logged_outputs or {}).items()}
         with self._lock:
-            for pending in list(self.state.pending.values()):
+            for key, pending in list(self.state.pending.items()):
                 self._emit_call(pending)
-                self.sink.emit(EventKind.observation, ObservationPayload(
-                    call_id=pending.call.id, tool=canonical_call(pending.call)[0], ok=False,
-                    output="(the CLI stopped before returning this call's output to the model)",
-                ), step=pending.step)
+                tool = canonical_call(pending.call)[0]
+                if key in logged:
+                    code, output = tool_output_text(logged[key])
+                    code = 0 if code is None else code
+                    payload = ObservationPayload(call_id=pending.call.id, tool=tool, ok=code == 0,
+                                                 output=output, exit_code=code)
+                else:
+                    payload = ObservationPayload(call_id=pending.call.id, tool=tool, ok=False,
+                                                 output="(the CLI stopped before returning this call's output)")
+                self.sink.emit(EventKind.observation, payload, step=pending.step)
             self.state.pending.clear()
             text = self.state.last_text
             if text:
