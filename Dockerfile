@@ -1,28 +1,32 @@
 # The integritylab service image: the API, the Celery worker, beat, the one-shot migration and Flower
 # all run from it with different commands (see docker-compose.yml and the README's "Service" section).
-FROM python:3.11-slim-bookworm
+#
+# Normal build (needs a registry for the python base image):  docker compose build  (or: docker build .)
+# No registry (mmdebstrap + docker import):   integritylab images build --offline --only service
+# Both install the Debian packages of sandboxes/images/service/debian-packages.txt and this project
+# with its "service" extra into the virtualenv /opt/integritylab; the offline build also applies this
+# file's final-stage ENV, WORKDIR, EXPOSE, VOLUME, ENTRYPOINT, CMD and LABEL lines.
+ARG PYTHON_IMAGE=python:3.11-slim-bookworm
+FROM ${PYTHON_IMAGE}
 
-ENV PYTHONUNBUFFERED=1 \
-    PIP_NO_CACHE_DIR=1 \
-    PIP_DISABLE_PIP_VERSION_CHECK=1 \
-    INTEGRITYLAB_DATA_DIR=/data
-
-# bubblewrap and Debian's scientific Python: the sandbox backend for a worker that has no Docker engine
-# (the compose file gives the worker the host's engine instead, through /var/run/docker.sock)
+COPY sandboxes/images/service/debian-packages.txt /tmp/debian-packages.txt
 RUN apt-get update \
- && apt-get install -y --no-install-recommends bubblewrap python3 python3-numpy python3-pandas python3-matplotlib \
- && rm -rf /var/lib/apt/lists/*
+ && grep -v -e '^#' -e '^$' /tmp/debian-packages.txt | DEBIAN_FRONTEND=noninteractive xargs apt-get install -y --no-install-recommends \
+ && rm -rf /var/lib/apt/lists/* /tmp/debian-packages.txt
 
-WORKDIR /app
-COPY pyproject.toml README.md ./
-COPY orchestrator ./orchestrator
-COPY agents ./agents
-COPY sandboxes ./sandboxes
-COPY scenarios ./scenarios
-COPY judges ./judges
-COPY annotation ./annotation
-RUN pip install '.[service]'
+COPY . /tmp/integritylab-src
+RUN python3 -m venv /opt/integritylab \
+ && /opt/integritylab/bin/pip install --no-cache-dir --disable-pip-version-check '/tmp/integritylab-src[service]' \
+ && rm -rf /tmp/integritylab-src \
+ && install -d -m 0755 /data
 
+ENV PATH=/opt/integritylab/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+ENV LANG=C.UTF-8
+ENV PYTHONUNBUFFERED=1
+ENV INTEGRITYLAB_DATA_DIR=/data
+LABEL org.opencontainers.image.title=integritylab
+LABEL org.opencontainers.image.description="integritylab service: API, Celery worker, beat, migrations, Flower"
+WORKDIR /data
 VOLUME /data
 EXPOSE 8000 5555
 ENTRYPOINT ["integritylab"]

@@ -15,10 +15,22 @@ package lists and scripts it copies). Two ways to build the same image:
   the npm packages are installed on the host into a staging directory, which a
   registry-free ``docker build`` (``FROM`` the local sandbox image, ``COPY``
   only) adds on top.
+  ``service`` (the API/worker image of docker-compose.yml, tagged ``integritylab:latest``):
+  a wheel of this project is built on the host from the source tree, its
+  dependencies (with the ``service`` extra) are downloaded by the host's pip for
+  bookworm's CPython, and ``finalize.sh`` installs them into a virtualenv in the
+  rootfs; ENV/WORKDIR/ENTRYPOINT/CMD come from the repository's root
+  ``Dockerfile`` (which the normal build uses). ``redis`` and ``postgres``: Debian's
+  ``redis-server`` and ``postgresql-15`` with an entrypoint that takes what the
+  upstream images take, for ``INTEGRITYLAB_REDIS_IMAGE`` / ``INTEGRITYLAB_POSTGRES_IMAGE``
+  (offline only: their ``image.dockerfile`` is just the configuration to apply).
+  All the rootfs images share one mmdebstrap + ``docker import`` step
+  (:func:`_debian_rootfs_image`).
 
 Reuse. Each image carries labels: ``integritylab.image`` (its name),
 ``integritylab.inputs-hash`` (sha256 over the definition directory, the base
-image's inputs hash and :data:`RECIPE_VERSION`), ``integritylab.build-method``
+image's inputs hash and :data:`RECIPE_VERSION`; for ``service`` also over the
+project's source files and the root ``Dockerfile``), ``integritylab.build-method``
 and ``integritylab.versions`` (JSON: the requested Debian packages, every Python
 distribution and npm package, with their versions). A build whose inputs hash
 matches the existing ``:latest`` image is skipped. Note that Debian package
@@ -39,6 +51,7 @@ import sys
 import tarfile
 import tempfile
 import time
+import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -48,9 +61,11 @@ import docker
 from docker.errors import ImageNotFound
 
 IMAGES_DIR = Path(__file__).resolve().parent / "images"
+REPO_ROOT = IMAGES_DIR.parents[1]  # the source checkout (for the images that contain this project)
 REPOSITORY_PREFIX = "integritylab/"
 RECIPE_VERSION = "1"  # bump when this module changes what an image contains
 PYTHON_VERSION = "3.11"  # bookworm's python3; the wheels are for this CPython
+PYTHON_FULL_VERSION = "3.11.2"  # bookworm's python3 exactly (dependency markers such as < "3.11.3")
 SUITE = "bookworm"
 DEFAULT_MIRRORS = (
     "deb http://deb.debian.org/debian bookworm main",
@@ -63,7 +78,7 @@ LABEL_INPUTS = "integritylab.inputs-hash"
 LABEL_METHOD = "integritylab.build-method"
 LABEL_VERSIONS = "integritylab.versions"
 # instructions `docker import --change` accepts, taken from the Dockerfile's final stage
-IMPORT_CHANGES = ("ENV", "WORKDIR", "USER", "CMD", "ENTRYPOINT")
+IMPORT_CHANGES = ("ENV", "WORKDIR", "USER", "CMD", "ENTRYPOINT", "EXPOSE", "VOLUME")
 
 Log = Callable[[str], None]
 
@@ -77,14 +92,29 @@ class ImageDef:
     name: str
     base: str | None = None  # another ImageDef this one is built FROM
     optional: bool = False  # not built by default (CI time)
+    repository_name: str | None = None  # default integritylab/<name>
+    project: bool = False  # contains this project: its source tree and the root Dockerfile are inputs
+    offline_only: bool = False  # a stand-in for an upstream image: image.dockerfile holds only its config
 
     @property
     def directory(self) -> Path:
         return IMAGES_DIR / self.name
 
     @property
+    def dockerfile(self) -> Path:
+        """Where the image's ENV/WORKDIR/USER/ENTRYPOINT/CMD/LABEL lines are read from."""
+        if self.project:
+            return REPO_ROOT / "Dockerfile"
+        return self.directory / ("image.dockerfile" if self.offline_only else "Dockerfile")
+
+    @property
+    def context(self) -> Path:
+        """The directory a normal ``docker build`` sends."""
+        return REPO_ROOT if self.project else self.directory
+
+    @property
     def repository(self) -> str:
-        return REPOSITORY_PREFIX + self.name
+        return self.repository_name or REPOSITORY_PREFIX + self.name
 
     @property
     def ref(self) -> str:
@@ -94,6 +124,10 @@ class ImageDef:
 IMAGES: dict[str, ImageDef] = {
     "sandbox": ImageDef("sandbox"),
     "agent-cli": ImageDef("agent-cli", base="sandbox", optional=True),
+    # docker-compose.yml's images on a machine without a registry (README, "Service")
+    "service": ImageDef("service", optional=True, repository_name="integritylab", project=True),
+    "redis": ImageDef("redis", optional=True, offline_only=True),
+    "postgres": ImageDef("postgres", optional=True, offline_only=True),
 }
 
 
@@ -117,17 +151,37 @@ def definition_files(image: ImageDef) -> list[Path]:
     return sorted(p for p in image.directory.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
 
 
+def project_files() -> list[Path]:
+    """What a wheel of this project is built from: pyproject.toml, README.md and its packages' folders."""
+    pyproject = REPO_ROOT / "pyproject.toml"
+    if not pyproject.is_file():
+        raise ImageBuildError(f"the service image is built from a source checkout; no {pyproject}")
+    find = tomllib.loads(pyproject.read_text())["tool"]["setuptools"]["packages"]["find"]
+    files = [pyproject, REPO_ROOT / "README.md"]
+    for pattern in find["include"]:
+        folder = REPO_ROOT / pattern.rstrip("*").rstrip(".")
+        files += [p for p in folder.rglob("*") if p.is_file() and "__pycache__" not in p.parts
+                  and p.suffix != ".pyc" and not any(part.endswith(".egg-info") for part in p.parts)]
+    return sorted(set(files))
+
+
+def _hash_files(h: Any, files: list[Path], root: Path, prefix: str) -> None:
+    for path in files:
+        rel = path.relative_to(root).as_posix()
+        data = path.read_bytes()
+        h.update(f"{prefix}={rel} {len(data)} {os.stat(path).st_mode & 0o111 != 0}\n".encode())
+        h.update(data)
+
+
 def inputs_hash(image: ImageDef) -> str:
     """sha256 over everything that decides the image's contents (not over how it was built)."""
     h = hashlib.sha256()
     h.update(f"recipe={RECIPE_VERSION}\nimage={image.name}\nsuite={SUITE}\npython={PYTHON_VERSION}\n".encode())
     if image.base:
         h.update(f"base={inputs_hash(IMAGES[image.base])}\n".encode())
-    for path in definition_files(image):
-        rel = path.relative_to(image.directory).as_posix()
-        data = path.read_bytes()
-        h.update(f"file={rel} {len(data)} {os.stat(path).st_mode & 0o111 != 0}\n".encode())
-        h.update(data)
+    _hash_files(h, definition_files(image), image.directory, "file")
+    if image.project:
+        _hash_files(h, [image.dockerfile, *project_files()], REPO_ROOT, "project")
     return h.hexdigest()
 
 
@@ -207,7 +261,12 @@ def is_current(client: docker.DockerClient, image: ImageDef) -> bool:
 def list_images(client: docker.DockerClient | None = None) -> list[dict[str, Any]]:
     """Every integritylab image on the engine: tags, size, created, inputs hash, current or stale."""
     client = client or engine()
-    current = {name: inputs_hash(d) for name, d in IMAGES.items()}
+    current = {}
+    for name, d in IMAGES.items():
+        try:
+            current[name] = inputs_hash(d)
+        except ImageBuildError:  # no source checkout: the service image cannot be current
+            current[name] = None
     rows = []
     for img in client.images.list(filters={"label": LABEL_IMAGE}):
         labels = img.labels or {}
@@ -284,7 +343,7 @@ def inspect_versions(client: docker.DockerClient, image_ref: str, image: ImageDe
         "printf 'node\\t%s\\n' \"$(node --version)\"; fi"
     )
     out = client.containers.run(
-        image_ref, ["sh", "-c", script], remove=True, network_mode="none", user="1000:1000", stderr=True
+        image_ref, entrypoint=["sh", "-c", script], remove=True, network_mode="none", user="1000:1000", stderr=True
     ).decode("utf-8", errors="replace")
     debian_all, python, npm = {}, {}, {}
     section = debian_all
@@ -328,7 +387,7 @@ def _finish(
     log("recording package versions in the image labels")
     versions = inspect_versions(client, image_id, image)
     labels = {
-        **dockerfile_labels(image.directory / "Dockerfile"),
+        **dockerfile_labels(image.dockerfile),
         LABEL_IMAGE: image.name,
         LABEL_INPUTS: digest,
         LABEL_METHOD: method,
@@ -381,18 +440,19 @@ def _build_one(client: docker.DockerClient, image: ImageDef, *, offline: bool, f
             image_id=img.id,
             versions=json.loads(labels.get(LABEL_VERSIONS, "{}")),
         )
+    if not offline and image.offline_only:
+        raise ImageBuildError(f"{image.name} is built --offline only (with a registry, use the upstream image)")
     log(f"{image.ref}: building ({method}, inputs {digest[:12]})")
     start = time.monotonic()
     if not offline:
-        kwargs: dict[str, Any] = {"path": str(image.directory), "pull": True, "tag": f"{image.repository}:building"}
+        kwargs: dict[str, Any] = {"path": str(image.context), "dockerfile": str(image.dockerfile),
+                                  "pull": True, "tag": f"{image.repository}:building"}
         if image.base:
             kwargs["buildargs"] = {"BASE": IMAGES[image.base].ref}
             kwargs["pull"] = False  # the base is a local image
         built = _stream_build(client, log, f"docker build of {image.name}", **kwargs)
-    elif image.name == "sandbox":
-        built = _offline_rootfs_image(client, image, log)
-    elif image.name == "agent-cli":
-        built = _offline_agent_cli(client, image, log)
+    elif image.name in OFFLINE_RECIPES:
+        built = OFFLINE_RECIPES[image.name](client, image, log)
     else:
         raise ImageBuildError(f"no offline recipe for {image.name!r}")
     final_id, versions = _finish(client, image, built, digest, method, log)
@@ -472,53 +532,138 @@ def mirrors() -> list[str]:
     return [m.strip() for m in env.split(";") if m.strip()] if env else list(DEFAULT_MIRRORS)
 
 
-def _offline_rootfs_image(client: docker.DockerClient, image: ImageDef, log: Log) -> str:
+def _debian_rootfs_image(
+    client: docker.DockerClient, image: ImageDef, log: Log, work: Path, hooks: tuple[str, ...] = ()
+) -> str:
+    """The one registry-free base step: a bookworm rootfs, ``hooks``, ``finalize.sh``, ``docker import``.
+
+    ``mmdebstrap`` writes the root filesystem from the Debian mirror with the
+    image's ``debian-packages.txt`` (and its ``dpkg-excludes`` if present); the
+    ``hooks`` (mmdebstrap customize hooks, ``$1`` is the rootfs) run next; then the
+    definition directory is copied to ``/tmp/il-image`` and its ``finalize.sh``
+    runs inside the rootfs (chroot); ``/tmp/il-*`` is removed. ``docker import``
+    tags the result ``<repository>:building`` with the Dockerfile's final-stage
+    instructions as ``--change``. Returns the image id.
+    """
     mmdebstrap = shutil.which("mmdebstrap")
     if not mmdebstrap:
         raise ImageBuildError("the offline build needs mmdebstrap: apt-get install mmdebstrap")
     d = image.directory
     packages = _list_lines(d / "debian-packages.txt")
-    requirements = _list_lines(d / "requirements.lock")
+    excludes = d / "dpkg-excludes"
+    tarball = work / "rootfs.tar"
+    cmd = [
+        mmdebstrap,
+        "--variant=minbase",
+        "--mode=" + ("root" if os.geteuid() == 0 else "unshare"),
+        "--format=tar",
+        '--aptopt=Apt::Install-Recommends "false"',
+        "--dpkgopt=force-unsafe-io",  # no fsync per file: the rootfs becomes a tarball anyway
+        *([f"--dpkgopt={excludes}"] if excludes.is_file() else []),
+        "--include=" + ",".join(packages),
+        *(f"--customize-hook={hook}" for hook in hooks),
+        f'--customize-hook=cp -r {shlex.quote(str(d))} "$1/tmp/il-image"',
+        '--customize-hook=chroot "$1" sh /tmp/il-image/finalize.sh',
+        '--customize-hook=rm -rf "$1"/tmp/il-*',
+        SUITE,
+        str(tarball),
+        *mirrors(),
+    ]
+    t0 = time.monotonic()
+    _run(cmd, log, "mmdebstrap (Debian root filesystem)", env={**os.environ, "LC_ALL": "C.UTF-8"})
+    log(f"root filesystem: {tarball.stat().st_size / 1e6:.0f} MB in {time.monotonic() - t0:.0f} s; importing")
+    changes = import_changes(image.dockerfile)
+    t0 = time.monotonic()
+    out = client.api.import_image_from_file(str(tarball), repository=image.repository, tag="building", changes=changes)
+    log(f"docker import: {time.monotonic() - t0:.0f} s")
+    status = json.loads(out.strip().splitlines()[-1]) if isinstance(out, str) and out.strip() else {}
+    if "error" in status:
+        raise ImageBuildError(f"docker import failed: {status['error']}")
+    return client.images.get(f"{image.repository}:building").id
+
+
+def _offline_sandbox(client: docker.DockerClient, image: ImageDef, log: Log) -> str:
+    """The pinned wheels of ``requirements.lock`` installed by the host's pip straight into the rootfs."""
+    requirements = _list_lines(image.directory / "requirements.lock")
     wheels = ensure_wheels(requirements, log)
     work = _build_dir()
     try:
-        tarball = work / "rootfs.tar"
         site = f"/usr/local/lib/python{PYTHON_VERSION}/dist-packages"
         lock_copy = work / "requirements.lock"
         lock_copy.write_text("\n".join(requirements) + "\n")
         pip_cmd = _pip_install_args(["-r", str(lock_copy)], wheels, "$1" + site)
         pip_hook = " ".join(shlex.quote(a) if not a.startswith("$1") else f'"{a}"' for a in pip_cmd)
-        finalize = shlex.quote(str(d / "finalize.sh"))
-        cmd = [
-            mmdebstrap,
-            "--variant=minbase",
-            "--mode=" + ("root" if os.geteuid() == 0 else "unshare"),
-            "--format=tar",
-            '--aptopt=Apt::Install-Recommends "false"',
-            f"--dpkgopt={d / 'dpkg-excludes'}",
-            "--include=" + ",".join(packages),
-            f"--customize-hook={pip_hook}",
-            f'--customize-hook=rm -rf "$1{site}/bin"',
-            f'--customize-hook=cp {finalize} "$1/tmp/il-finalize.sh"',
-            '--customize-hook=chroot "$1" sh /tmp/il-finalize.sh',
-            '--customize-hook=rm -f "$1/tmp/il-finalize.sh"',
-            SUITE,
-            str(tarball),
-            *mirrors(),
-        ]
-        t0 = time.monotonic()
-        _run(cmd, log, "mmdebstrap (Debian root filesystem)", env={**os.environ, "LC_ALL": "C.UTF-8"})
-        log(f"root filesystem: {tarball.stat().st_size / 1e6:.0f} MB in {time.monotonic() - t0:.0f} s; importing")
-        changes = import_changes(d / "Dockerfile")
-        t0 = time.monotonic()
-        out = client.api.import_image_from_file(
-            str(tarball), repository=image.repository, tag="building", changes=changes
+        return _debian_rootfs_image(client, image, log, work, hooks=(pip_hook, f'rm -rf "$1{site}/bin"'))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _offline_debian_only(client: docker.DockerClient, image: ImageDef, log: Log) -> str:
+    """Debian packages and the definition's scripts only (``redis``, ``postgres``)."""
+    work = _build_dir()
+    try:
+        return _debian_rootfs_image(client, image, log, work)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+PROJECT_EXTRAS = "service"  # the extra the service image installs (Flower)
+
+# pip evaluates dependency markers for the interpreter that runs it even with --python-version (e.g. redis
+# needs async-timeout on CPython < 3.11.3, bookworm's 3.11.2, not on the host's 3.11.7): it runs with the
+# target's versions in its marker environment. finalize.sh's `pip check` catches what this would miss.
+_PIP_FOR_TARGET = """
+import runpy, sys
+from pip._vendor.packaging import markers
+host = markers.default_environment
+target = {"python_version": sys.argv.pop(1), "python_full_version": sys.argv.pop(1)}
+target["implementation_version"] = target["python_full_version"]
+markers.default_environment = lambda: {**host(), **target}
+sys.argv[0] = "pip"
+runpy.run_module("pip", run_name="__main__", alter_sys=True)
+"""
+
+
+def _pip_for_target() -> list[str]:
+    return [sys.executable, "-c", _PIP_FOR_TARGET, PYTHON_VERSION, PYTHON_FULL_VERSION]
+
+
+def project_wheels(dest: Path, log: Log) -> Path:
+    """A wheel of this project built from a copy of :func:`project_files`, and every wheel it needs.
+
+    The dependencies (with :data:`PROJECT_EXTRAS`) are resolved and downloaded by the
+    host's pip for bookworm's CPython (:data:`PYTHON_VERSION`, manylinux), whatever
+    Python runs this. Returns the project's wheel.
+    """
+    src, built_in = dest.parent / "project-src", dest.parent / "project-wheel"
+    for path in project_files():
+        target = src / path.relative_to(REPO_ROOT)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(path, target)
+    t0 = time.monotonic()
+    _run([sys.executable, "-m", "pip", "wheel", "--disable-pip-version-check", "-q", "--no-deps",
+          "--wheel-dir", str(built_in), str(src)], log, "pip wheel of this project")  # fmt: skip
+    shutil.rmtree(src, ignore_errors=True)
+    built = sorted(built_in.glob("integritylab-*.whl"))
+    if len(built) != 1:
+        raise ImageBuildError(f"pip wheel of this project left {len(built)} wheels in {built_in}")
+    _run([*_pip_for_target(), "download", "--disable-pip-version-check", "-q", *_pip_platform_args(),
+          "--dest", str(dest), f"{built[0]}[{PROJECT_EXTRAS}]"], log,
+         f"pip download of the project's dependencies (CPython {PYTHON_VERSION}, manylinux wheels)")  # fmt: skip
+    log(f"python wheels: the project and {len(list(dest.glob('*.whl'))) - 1} dependencies "
+        f"in {time.monotonic() - t0:.0f} s")
+    return dest / built[0].name
+
+
+def _offline_service(client: docker.DockerClient, image: ImageDef, log: Log) -> str:
+    """This project's wheel and its dependencies, installed by ``finalize.sh`` into a virtualenv in the rootfs."""
+    work = _build_dir()
+    try:
+        wheels = work / "wheels"
+        project_wheels(wheels, log)
+        return _debian_rootfs_image(
+            client, image, log, work, hooks=(f'cp -r {shlex.quote(str(wheels))} "$1/tmp/il-wheels"',)
         )
-        log(f"docker import: {time.monotonic() - t0:.0f} s")
-        status = json.loads(out.strip().splitlines()[-1]) if isinstance(out, str) and out.strip() else {}
-        if "error" in status:
-            raise ImageBuildError(f"docker import failed: {status['error']}")
-        return client.images.get(f"{image.repository}:building").id
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -631,10 +776,22 @@ def _remove_work(work: Path) -> None:
         subprocess.run(["rm", "-rf", "--one-file-system", "--", str(work)], check=False)  # noqa: S603,S607
 
 
-def default_images(only: str | None = None, include_optional: bool = False) -> list[str]:
+OFFLINE_RECIPES: dict[str, Callable[[docker.DockerClient, ImageDef, Log], str]] = {
+    "sandbox": _offline_sandbox,
+    "agent-cli": _offline_agent_cli,
+    "service": _offline_service,
+    "redis": _offline_debian_only,
+    "postgres": _offline_debian_only,
+}
+
+
+def default_images(
+    only: str | list[str] | None = None, include_optional: bool = False, offline: bool = True
+) -> list[str]:
     if only:
-        return [only]
-    return [name for name, d in IMAGES.items() if include_optional or not d.optional]
+        return [only] if isinstance(only, str) else list(dict.fromkeys(only))
+    return [name for name, d in IMAGES.items()
+            if (include_optional or not d.optional) and (offline or not d.offline_only)]
 
 
 __all__ = [

@@ -1,4 +1,4 @@
-"""``integritylab images build|list``: the sandbox images, built with or without a registry."""
+"""``integritylab images build|list``: the sandbox and service images, built with or without a registry."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from rich.table import Table
 
 from sandboxes.imagebuild import IMAGES, BuildOutcome, ImageBuildError, build_image, default_images, list_images
 
-app = typer.Typer(help="Build and list the sandbox images.", no_args_is_help=True)
+app = typer.Typer(help="Build and list the sandbox and service images.", no_args_is_help=True)
 err = Console(stderr=True, highlight=False)
 
 
@@ -31,19 +31,27 @@ def build(
         typer.Option("--offline", help="No registry: mmdebstrap + docker import (Debian mirror, PyPI, npm only)."),
     ] = False,
     only: Annotated[
-        Optional[str],
-        typer.Option("--only", help=f"Build just this image (and its base if needed): {', '.join(IMAGES)}."),
+        Optional[list[str]],
+        typer.Option("--only", help=f"Build just this image (and its base if needed), repeatable or comma-separated: "
+                                    f"{', '.join(IMAGES)}."),
     ] = None,
-    all_images: Annotated[bool, typer.Option("--all", help="Also build the optional agent-cli image.")] = False,
+    all_images: Annotated[
+        bool, typer.Option("--all", help="Also build the optional images (agent-cli; service, redis, postgres).")
+    ] = False,
     force: Annotated[bool, typer.Option("--force", help="Rebuild even if the inputs are unchanged.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Only print the summary.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the outcome as JSON.")] = False,
 ) -> None:
-    """Build the sandbox image (default), or --only NAME / --all; unchanged inputs are reused."""
-    if only is not None and only not in IMAGES:
-        err.print(f"[red]error:[/red] unknown image {only!r}; known: {', '.join(IMAGES)}")
+    """Build the sandbox image (default), or --only NAME[,NAME] / --all; unchanged inputs are reused.
+
+    --only service,redis,postgres builds what docker-compose.yml needs (README, "Service").
+    """
+    wanted = [name.strip() for value in only or [] for name in value.split(",") if name.strip()]
+    unknown = [name for name in wanted if name not in IMAGES]
+    if unknown:
+        err.print(f"[red]error:[/red] unknown image {unknown[0]!r}; known: {', '.join(IMAGES)}")
         raise typer.Exit(2)
-    names = default_images(only, include_optional=all_images)
+    names = default_images(wanted or None, include_optional=all_images, offline=offline)
     log = (lambda _m: None) if quiet or as_json else (lambda m: err.print(m, markup=False))
     outcomes: dict[str, BuildOutcome] = {}
     try:

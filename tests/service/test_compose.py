@@ -47,18 +47,24 @@ def _compose_v2() -> tuple[list[str] | None, str]:
 COMPOSE, WHY = _compose_v2()
 
 
-@pytest.fixture(scope="module")
-def config(tmp_path_factory: pytest.TempPathFactory) -> dict:
+def _config(docker_config: Path, **variables: str) -> dict:
+    """``docker compose config`` with only ``variables`` set (none of the caller's INTEGRITYLAB_*, POSTGRES_*)."""
     if COMPOSE is None:
         pytest.skip(WHY)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("INTEGRITYLAB_", "POSTGRES_", "COMPOSE_"))}
-    env["DOCKER_CONFIG"] = str(tmp_path_factory.mktemp("docker-config"))
+    env.update(variables)
+    env["DOCKER_CONFIG"] = str(docker_config)
     if COMPOSE[:2] == ["docker", "compose"]:
         env.pop("DOCKER_CONFIG")  # the plugin lives in the user's docker config
     result = subprocess.run([*COMPOSE, "--file", str(REPO / "docker-compose.yml"), "--project-directory", str(REPO),
                              "config", "--format", "json"], capture_output=True, text=True, env=env, timeout=60)
     assert result.returncode == 0, result.stderr
     return json.loads(result.stdout)
+
+
+@pytest.fixture(scope="module")
+def config(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    return _config(tmp_path_factory.mktemp("docker-config"))
 
 
 def test_services_and_healthchecks(config: dict) -> None:
@@ -99,3 +105,16 @@ def test_every_variable_the_compose_file_reads_is_documented() -> None:
     variables = set(re.findall(r"\$\{([A-Z0-9_]+)", text)) | set(re.findall(r"^\s+(INTEGRITYLAB_[A-Z0-9_]+):", text, re.M))
     missing = sorted(v for v in variables if f"`{v}`" not in service_section)
     assert missing == [], f"not documented in README's Service section: {missing}"
+
+
+def test_upstream_images_by_default_and_the_offline_ones_when_told(config: dict, tmp_path: Path) -> None:
+    services = config["services"]
+    assert services["redis"]["image"] == "redis:7" and services["postgres"]["image"] == "postgres:16"
+    assert {services[name]["image"] for name in LONG_RUNNING - {"redis", "postgres"} | {"migrate"}} == {
+        "integritylab:latest"}
+    offline = _config(tmp_path, INTEGRITYLAB_REDIS_IMAGE="integritylab/redis:latest",
+                      INTEGRITYLAB_POSTGRES_IMAGE="integritylab/postgres:latest", INTEGRITYLAB_IMAGE_TAG="0123abcd")
+    services = offline["services"]
+    assert services["redis"]["image"] == "integritylab/redis:latest"
+    assert services["postgres"]["image"] == "integritylab/postgres:latest"
+    assert services["api"]["image"] == "integritylab:0123abcd"
