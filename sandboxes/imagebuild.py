@@ -460,6 +460,13 @@ def _build_one(client: docker.DockerClient, image: ImageDef, *, offline: bool, f
         client.api.remove_image(f"{image.repository}:building", noprune=True)
     except docker.errors.APIError:
         pass
+    previous = (labels or {}).get(LABEL_INPUTS, "")
+    if image.project and previous and previous != digest:
+        try:  # a project image changes with every source edit: drop the one this build replaces
+            client.api.remove_image(f"{image.repository}:{previous[:12]}")
+            log(f"removed the previous {image.repository}:{previous[:12]}")
+        except docker.errors.APIError:  # gone already, or a container still uses it
+            pass
     img = client.images.get(final_id)
     seconds = time.monotonic() - start
     log(f"{image.ref}: built in {seconds:.0f} s, {int(img.attrs.get('Size', 0)) / 1e6:.0f} MB")
