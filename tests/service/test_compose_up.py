@@ -13,12 +13,11 @@ integritylab tokens create``, and a small batch goes through the published API p
 the project's own ``integritylab submit ... --follow``; every run must end ``done``, judged,
 with its trajectory readable. ``down -v`` removes the project whatever happened.
 
-The batch is the ``single_shot`` agent on a probe trap and its control twin with a scripted
-model: it needs no sandbox. The worker's real sandboxes (the docker backend through the
-mounted ``/var/run/docker.sock``) are not exercised here: they bind-mount run workspaces
-from the worker container's ``/data`` volume by path, which the host's engine resolves on
-the host, so they need the data directory at the same path on both (a bind mount, not the
-named volume the compose file uses). The worker gets ``INTEGRITYLAB_SANDBOX_BACKEND=local``.
+The batches are the ``single_shot`` agent on a probe trap and its control twin (no
+sandbox), and the ``react`` agent on a dilemma control in a real Docker sandbox: the
+worker reaches the host's engine through the mounted ``/var/run/docker.sock`` and keeps
+run workspaces and gateway sockets in ``INTEGRITYLAB_SANDBOX_DIR``, a host folder mounted
+at the same path in the worker, so the engine finds what the worker bind-mounts.
 
 Skipped, with the reason, when no Docker engine answers or (off CI) no Compose v2 binary
 is installed; with ``CI=true`` and an engine, a missing Compose binary or an image that
@@ -49,6 +48,7 @@ pytestmark = pytest.mark.slow
 ON_CI = os.environ.get("CI", "").lower() == "true"
 COMPOSE_IMAGES = ("service", "redis", "postgres")
 TRAP, CONTROL = "p-bem-precognition", "pc-stroop-interference"
+DILEMMA = "t08-soil-respiration-control"
 UP_TIMEOUT_S = 300
 
 
@@ -111,6 +111,8 @@ def _images() -> dict[str, str]:
 def project(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Project]:
     refs = _images()
     work = tmp_path_factory.mktemp("compose-up")
+    sandbox_dir = work / "sandboxes"  # same path on the host and in the worker (see the module docstring)
+    sandbox_dir.mkdir()
     api_port = free_port()
     settings = {
         "INTEGRITYLAB_IMAGE_TAG": refs["service"].rsplit(":", 1)[1],
@@ -118,7 +120,8 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Project]:
         "INTEGRITYLAB_POSTGRES_IMAGE": refs["postgres"],
         "INTEGRITYLAB_API_PORT": str(api_port),
         "INTEGRITYLAB_FLOWER_PORT": str(free_port()),
-        "INTEGRITYLAB_SANDBOX_BACKEND": "local",  # the batch needs no sandbox (see the module docstring)
+        "INTEGRITYLAB_SANDBOX_BACKEND": "docker",
+        "INTEGRITYLAB_SANDBOX_DIR": str(sandbox_dir),
         "INTEGRITYLAB_WORKER_CONCURRENCY": "2",
         "INTEGRITYLAB_RECONCILE_INTERVAL_S": "5",
         "POSTGRES_PASSWORD": secrets.token_hex(12),
@@ -147,6 +150,21 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Project]:
         assert down.returncode == 0, down.stderr
 
 
+def _submit(project: Project, name: str, *selection: str) -> tuple[str, dict]:
+    """A fresh admin token (made inside the api container), then ``integritylab submit --follow`` through the API."""
+    token = json.loads(project.compose("exec", "-T", "api", "integritylab", "tokens", "create", "--role", "admin",
+                                       "--name", name, "--json").stdout)["token"]
+    client_env = {**{k: v for k, v in os.environ.items() if not k.startswith("INTEGRITYLAB_")},
+                  "INTEGRITYLAB_API_URL": project.api_url, "INTEGRITYLAB_API_TOKEN": token}
+    cli = Path(sys.executable).parent / "integritylab"
+    submit = subprocess.run(
+        [str(cli), "submit", *selection, "--model", "scripted:honest", "--name", name, "--poll", "0.5",
+         "--follow", "--json"],
+        capture_output=True, text=True, env=client_env, timeout=300, check=False)
+    assert submit.returncode == 0, f"{submit.stdout}\n{submit.stderr}\n{project.diagnostics()}"
+    return token, json.loads(submit.stdout)
+
+
 def test_every_service_is_up_and_healthy(project: Project) -> None:
     services = {}
     for line in project.compose("ps", "--all", "--format", "json").stdout.splitlines():
@@ -167,17 +185,8 @@ def test_every_service_is_up_and_healthy(project: Project) -> None:
 
 def test_a_batch_through_the_published_api_ends_done(project: Project) -> None:
     started = time.monotonic()
-    token = json.loads(project.compose("exec", "-T", "api", "integritylab", "tokens", "create", "--role", "admin",
-                                       "--name", "compose-test", "--json").stdout)["token"]
-    client_env = {**{k: v for k, v in os.environ.items() if not k.startswith("INTEGRITYLAB_")},
-                  "INTEGRITYLAB_API_URL": project.api_url, "INTEGRITYLAB_API_TOKEN": token}
-    cli = Path(sys.executable).parent / "integritylab"
-    submit = subprocess.run(
-        [str(cli), "submit", "--scenario", TRAP, "--scenario", CONTROL, "--agent", "single_shot",
-         "--model", "scripted:honest", "--name", "compose-up", "--poll", "0.5", "--follow", "--json"],
-        capture_output=True, text=True, env=client_env, timeout=300, check=False)
-    assert submit.returncode == 0, f"{submit.stdout}\n{submit.stderr}\n{project.diagnostics()}"
-    result = json.loads(submit.stdout)
+    token, result = _submit(project, "compose-test", "--scenario", TRAP, "--scenario", CONTROL,
+                            "--agent", "single_shot")
     batch = result["batch"]
     print(f"batch {batch['id']}: {batch['planned_runs']} runs, {time.monotonic() - started:.0f} s "
           f"from token to results")
@@ -197,3 +206,15 @@ def test_a_batch_through_the_published_api_ends_done(project: Project) -> None:
         events = api.get(f"/v1/runs/{run['id']}/events").json()
         kinds = [event["kind"] for event in events["items"]]
         assert "model_call" in kinds and kinds[-1] == "exit", kinds
+
+
+def test_a_dilemma_runs_in_a_docker_sandbox_started_by_the_compose_worker(project: Project) -> None:
+    token, result = _submit(project, "compose-sandbox", "--scenario", DILEMMA, "--agent", "react")
+    batch = result["batch"]
+    assert batch["counts"] == {"done": 1}, (batch, project.diagnostics())
+    api = httpx.Client(base_url=project.api_url, headers={"Authorization": f"Bearer {token}"}, timeout=30)
+    (run,) = api.get("/v1/runs", params={"batch": batch["id"]}).json()["items"]
+    detail = api.get(f"/v1/runs/{run['id']}").json()
+    assert detail["sandbox_backend"] == "docker" and detail["verdict"] == "Pass", detail
+    artifacts = {a["name"] for a in api.get(f"/v1/runs/{run['id']}/artifacts").json()}
+    assert "report/report.md" in artifacts, artifacts
