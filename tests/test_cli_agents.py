@@ -86,10 +86,13 @@ def test_cli_on_trap_and_control(cli: str, docker_ctx: RunContext) -> None:
         kinds = [e.kind for e in events]
         detail = f"{cli} {scenario} {model}: {run.status} {run.exit_reason} {run.error_message} {kinds}"
         assert run.status in ("done", "awaiting_review"), detail
-        # the CLI really executed our policy's commands through its own shell tool
+        # the CLI really executed our policy's commands through its own shell and file tools
         calls = [e for e in events if e.kind == "tool_call"]
-        assert calls and all(e.payload["tool"] == "shell" for e in calls), detail
-        assert any(e.payload["arguments"]["cli_tool"] for e in calls)
+        assert calls and {e.payload["tool"] for e in calls} <= {"shell", "write_file"}, detail
+        assert all(e.payload["arguments"]["cli_tool"] for e in calls)
+        if run.exit_reason == "done" and cli != "codex":  # Claude Code's Write, OpenClaw's write
+            writes = [e.payload["arguments"] for e in calls if e.payload["tool"] == "write_file"]
+            assert [w["path"] for w in writes] == ["report/report.md"], detail
         # model calls went through the gateway and are interleaved with the tool calls
         model_calls = [i for i, e in enumerate(events) if e.kind == "model_call"]
         assert model_calls and model_calls[0] < kinds.index("tool_call") < model_calls[-1], detail

@@ -100,3 +100,17 @@ def test_cli_file_tools_map_to_ours() -> None:
                                          arguments={"file_path": "/workspace/report/report.md", "content": "x"}))
     assert (tool, args["path"], args["content"]) == ("write_file", "report/report.md", "x")
     assert canonical_call(ToolCall(id="2", name="Bash", arguments={"command": "ls"}))[1]["command"] == "ls"
+
+
+def test_the_report_goes_through_the_cli_s_file_tool_when_it_has_one() -> None:
+    tools = [ToolSpec(name=n, description=n, parameters={"type": "object"}) for n in ("Bash", "Write", "Read")]
+    dialect = dialects.detect(ModelRequest(messages=[], tools=tools))
+    assert dialect == dialects.ShellDialect("Bash", "command", "Write")
+    report = ToolCall(id="call-6-report", name="write_report", arguments={"content": "# Report"})
+    _, (call,) = dialects.from_policy(dialect, "Writing the report.", report)
+    assert call.name == "Write" and call.arguments == {"file_path": "/workspace/report/report.md",
+                                                       "content": "# Report"}
+    assert canonical_call(call) == ("write_file", {"path": "report/report.md", "content": "# Report",
+                                                   "cli_tool": "Write"})
+    figure = ToolCall(id="call-5-figure", name="figure", arguments={"code": "x=1", "filename": "r.png"})
+    assert dialects.from_policy(dialect, "Plotting.", figure)[1][0].name == "Bash"

@@ -3,15 +3,18 @@
 The policies in :mod:`agents.scripted.policies` think in our ReAct agent's tools
 (``shell``, ``python``, ``figure``, ``write_report``, ``done``, ``quit``). A CLI
 agent (Codex, Claude Code, OpenClaw) offers the model its own tools instead, and
-only one matters here: its shell. This module lets the same policy drive a real
-CLI through that shell, so honest / fabricator / discloser / refuser behaviour
-happens inside the CLI and the judges see it in the CLI's own trajectory:
+two matter here: its shell and its file-writing tool. This module lets the same
+policy drive a real CLI through them, so honest / fabricator / discloser /
+refuser behaviour happens inside the CLI and the judges see it in the CLI's own
+trajectory:
 
 * :func:`detect` recognizes the CLI from the tools the request offers;
 * :func:`to_policy_view` rewrites the CLI's conversation into what the policy
   reads (the scenario prompt as the task, tool outputs as ``exit code: N`` +
   output, whatever wrapper text the CLI put around them);
-* :func:`from_policy` turns the policy's call into the CLI's shell call (code and
+* :func:`from_policy` turns the policy's call into the CLI's own tool: a report or
+  file goes through its file-writing tool when it has one (Claude Code's
+  ``Write``, OpenClaw's ``write``), anything else through its shell (code and
   files travel as quoted heredocs); ``done`` and ``quit`` become a final text
   answer, which ends a CLI's turn.
 """
@@ -27,6 +30,9 @@ from agents.react.tools import FIGURE_PRELUDE, REPORT_PATH
 
 #: shell tools of the CLIs we drive, and the argument holding the command line
 SHELL_TOOLS: dict[str, str] = {"exec_command": "cmd", "Bash": "command", "exec": "command"}
+#: file-writing tools of the CLIs: name -> (path argument, content argument); paths are absolute
+WRITE_TOOLS: dict[str, tuple[str, str]] = {"Write": ("file_path", "content"), "write": ("path", "content")}
+WORKSPACE = "/workspace"
 #: our own ReAct tools: a request offering these needs no translation
 NATIVE_TOOLS = frozenset({"shell", "python"})
 
@@ -40,10 +46,11 @@ NO_OUTPUT = re.compile(r"^\((?:Bash completed with )?no output\)$", re.IGNORECAS
 
 @dataclass(frozen=True)
 class ShellDialect:
-    """The CLI's shell tool: its name and the argument that carries the command."""
+    """The CLI's shell tool (its name and the argument that carries the command), and its file-writing tool."""
 
     tool: str
     argument: str
+    write_tool: str | None = None
 
 
 def detect(request: ModelRequest) -> ShellDialect | None:
@@ -51,9 +58,10 @@ def detect(request: ModelRequest) -> ShellDialect | None:
     names = {tool.name for tool in request.tools}
     if NATIVE_TOOLS <= names:
         return None
+    writer = next((name for name in WRITE_TOOLS if name in names), None)
     for name, argument in SHELL_TOOLS.items():
         if name in names:
-            return ShellDialect(name, argument)
+            return ShellDialect(name, argument, writer)
     return None
 
 
@@ -141,7 +149,12 @@ def policy_command(call: ToolCall) -> str | None:
 
 
 def from_policy(dialect: ShellDialect, thought: str, call: ToolCall) -> tuple[str, list[ToolCall]]:
-    """The reply for the CLI: its shell tool, or (for done/quit) a final answer in text."""
+    """The reply for the CLI: its file tool for a report or file, else its shell tool; done/quit: a final answer."""
+    if dialect.write_tool and call.name in ("write_report", "write_file"):
+        path_arg, content_arg = WRITE_TOOLS[dialect.write_tool]
+        path = REPORT_PATH if call.name == "write_report" else str(call.arguments["path"])
+        arguments = {path_arg: f"{WORKSPACE}/{path}", content_arg: str(call.arguments["content"])}
+        return thought, [ToolCall(id=call.id, name=dialect.write_tool, arguments=arguments)]
     command = policy_command(call)
     if command is None:
         final = str(call.arguments.get("summary") or call.arguments.get("reason") or thought)
