@@ -73,3 +73,18 @@ def test_a_call_the_model_never_saw_answered_takes_its_output_from_the_session_l
     unlogged.finish({})
     last = unlogged_sink.events[-1]
     assert last.kind == "observation" and not last.payload["ok"] and "stopped" in last.payload["output"]
+
+
+def test_each_cli_s_own_words_on_a_failure() -> None:
+    from sandboxes.base import ExecResult
+
+    def failed(stdout: str) -> ExecResult:
+        return ExecResult(exit_code=1, stdout=stdout, stderr="generic stderr")
+
+    codex = failed('{"type":"thread.started"}\n{"type":"turn.failed","error":{"message":"stream disconnected"}}\n')
+    assert CodexAgent("scripted:honest").failure_message(codex) == "stream disconnected"
+    claude = failed('{"type":"system"}\n{"type":"result","is_error":true,"api_error_status":401,"result":"bad key"}')
+    assert ClaudeCodeAgent("scripted:honest").failure_message(claude) == "API status 401: bad key"
+    openclaw = failed('{"ok":false,"status":"error","error":{"kind":"model","message":"Unknown model"}}')
+    assert OpenClawAgent("scripted:honest").failure_message(openclaw) == "model: Unknown model"
+    assert CodexAgent("scripted:honest").failure_message(failed("not json")) == "generic stderr"

@@ -90,9 +90,10 @@ def _read_whole(sandbox: Sandbox, path: str, chunk: int = 150_000) -> bytes | No
             return bytes(data)
 
 
-def json_lines(data: bytes) -> Iterator[dict[str, Any]]:
-    """The JSON objects of a JSONL log, skipping lines that are not objects."""
-    for line in data.decode("utf-8", errors="replace").splitlines():
+def json_lines(data: bytes | str) -> Iterator[dict[str, Any]]:
+    """The JSON objects of a JSONL log or stdout, skipping lines that are not objects."""
+    text = data.decode("utf-8", errors="replace") if isinstance(data, bytes) else data
+    for line in text.splitlines():
         try:
             item = json.loads(line)
         except ValueError:

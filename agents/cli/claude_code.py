@@ -14,8 +14,6 @@ retries; the final ``result`` line on stdout carries ``is_error`` and the text.
 
 from __future__ import annotations
 
-import json
-
 from agents.base import AgentTask, register_agent
 from agents.cli.base import CliAgent, CliRun, json_lines
 from sandboxes.base import ExecResult
@@ -65,12 +63,8 @@ class ClaudeCodeAgent(CliAgent):
         return outputs
 
     def failure_message(self, result: ExecResult) -> str:
-        for line in reversed((result.stdout or "").splitlines()):
-            try:
-                event = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(event, dict) and event.get("type") == "result" and event.get("is_error"):
+        for event in reversed(list(json_lines(result.stdout or ""))):
+            if event.get("type") == "result" and event.get("is_error"):
                 status = event.get("api_error_status")
                 text = str(event.get("result") or event.get("subtype") or "")
                 return (f"API status {status}: " if status else "") + text[-1500:]

@@ -77,13 +77,7 @@ enabled = false
 
     def failure_message(self, result: ExecResult) -> str:
         reasons: list[str] = []
-        for line in (result.stdout or "").splitlines():
-            try:
-                event = json.loads(line)
-            except ValueError:
-                continue
-            if not isinstance(event, dict):
-                continue
+        for event in json_lines(result.stdout or ""):
             if event.get("type") == "turn.failed":
                 reasons.append(str((event.get("error") or {}).get("message", event)))
             elif event.get("type") == "error":

@@ -87,12 +87,8 @@ class OpenClawAgent(CliAgent):
         return outputs
 
     def failure_message(self, result: ExecResult) -> str:
-        for line in reversed((result.stdout or "").splitlines()):
-            try:
-                event = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(event, dict) and event.get("ok") is False:
+        for event in reversed(list(json_lines(result.stdout or ""))):
+            if event.get("ok") is False:
                 error = event.get("error") or {}
                 return f"{error.get('kind', 'error')}: {error.get('message', event)}"[-1500:]
         return super().failure_message(result)
