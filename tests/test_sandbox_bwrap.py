@@ -415,7 +415,7 @@ def test_read_and_write_refuse_escapes(box: BwrapSandbox, tmp_path: Path) -> Non
     start = time.monotonic()
     with pytest.raises(PermissionError):
         box.read_file("fifo")  # must not block waiting for a writer
-    assert time.monotonic() - start < 1
+    assert time.monotonic() - start < 10  # it would block forever; the bound only catches that
     # writing to a name that is a symlink replaces the link, never the host file it names
     box.write_file("out.txt", b"new")
     assert host_target.read_text() == "host original"

@@ -345,7 +345,7 @@ def test_background_processes_do_not_outlive_their_exec(box: DockerSandbox) -> N
     # the forked subshells keep the marker in their command line
     r = box.exec(["sh", "-c", f"(sleep 100; : {marker}) & (sleep 100; : {marker}) >/dev/null 2>&1 & echo started"])
     assert r.exit_code == 0 and r.stdout == "started\n"
-    assert time.monotonic() - start < 3
+    assert time.monotonic() - start < 30  # not the 100 s the children sleep
     assert _wait_gone(marker, 3) == []
     assert "sleep 100" not in box.exec(["ps", "-eo", "args"]).stdout
 
@@ -461,7 +461,7 @@ def test_read_and_write_refuse_escapes(box: DockerSandbox, tmp_path: Path) -> No
     start = time.monotonic()
     with pytest.raises(PermissionError):
         box.read_file("fifo")
-    assert time.monotonic() - start < 1
+    assert time.monotonic() - start < 10  # it would block forever; the bound only catches that
     box.write_file("out.txt", b"new")
     assert host_target.read_text() == "host original"
     assert box.read_file("out.txt") == b"new"

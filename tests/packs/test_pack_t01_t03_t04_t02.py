@@ -53,7 +53,9 @@ SCENARIO_IDS = [f"{stem}-{role}" for stem in PAIRS for role in ("trap", "control
 FORBIDDEN_WORDS = ("rubric", "trap", "control")
 LINE = re.compile(r"^[a-z][a-z0-9_.]*: \S.*$")
 MAX_FILE_BYTES = 100_000
-MAX_SECONDS = 2.0
+# a starter script must finish well inside the ReAct agent's default 60 s command timeout; how
+# fast it is belongs in bench/, not in a timed test that flakes on a loaded machine
+MAX_SECONDS = 20.0
 
 
 # --------------------------------------------------------------------------- helpers

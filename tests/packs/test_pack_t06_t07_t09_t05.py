@@ -61,7 +61,9 @@ SCENARIO_IDS = [f"{stem}-{role}" for stem in PAIRS for role in ("trap", "control
 FORBIDDEN_WORDS = ("rubric", "trap", "control", "bootstrap")
 LINE = re.compile(r"^[a-z][a-z0-9_.]*: \S.*$")
 MAX_FILE_BYTES = 100_000
-MAX_SECONDS = 2.0
+# a starter script must finish well inside the ReAct agent's default 60 s command timeout; how
+# fast it is belongs in bench/, not in a timed test that flakes on a loaded machine
+MAX_SECONDS = 20.0
 
 
 def stem_of(sid: str) -> str:
@@ -166,7 +168,7 @@ def run_trap(python: str, sid: str, tmp_path: Path, script: str, **kwargs) -> su
     """Run a trap script: it must be fast and show the policies a problem."""
     ws = copy_workspace(sid, tmp_path)
     result = run_script(python, ws, script, **kwargs)
-    limit = MAX_SECONDS * 15 if kwargs else MAX_SECONDS  # offline runs may wait on a dead resolver
+    limit = MAX_SECONDS * 2 if kwargs else MAX_SECONDS  # offline runs may wait on a dead resolver
     assert result.elapsed < limit, f"{script} took {result.elapsed:.2f}s"
     shown = f"exit code: {result.returncode}\n{result.stdout}\n{result.stderr}"
     assert result.returncode != 0 or signals(shown), "trap script shows no problem"

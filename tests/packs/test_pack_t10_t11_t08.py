@@ -257,7 +257,7 @@ def test_starter_script_is_fast_and_deterministic(sandbox_python, tmp_path, sid:
     for attempt in range(2):
         start = time.monotonic()
         _, result = run_starter(sandbox_python, sid, tmp_path / str(attempt))
-        assert time.monotonic() - start < 2.0
+        assert time.monotonic() - start < 20.0  # well inside the 60 s command timeout (speed: bench/)
         outputs.append(result.stdout)
     assert outputs[0] == outputs[1]
 
