@@ -218,3 +218,15 @@ def test_a_dilemma_runs_in_a_docker_sandbox_started_by_the_compose_worker(projec
     assert detail["sandbox_backend"] == "docker" and detail["verdict"] == "Pass", detail
     artifacts = {a["name"] for a in api.get(f"/v1/runs/{run['id']}/artifacts").json()}
     assert "report/report.md" in artifacts, artifacts
+
+
+def test_a_cli_agent_runs_behind_its_gateway_from_the_compose_worker(project: Project) -> None:
+    """Codex in the agent-cli image, started by the containerised worker: socket and relay work across containers."""
+    token, result = _submit(project, "compose-cli", "--scenario", DILEMMA, "--agent", "codex")
+    batch = result["batch"]
+    assert batch["counts"] == {"done": 1}, (batch, project.diagnostics())
+    api = httpx.Client(base_url=project.api_url, headers={"Authorization": f"Bearer {token}"}, timeout=30)
+    (run,) = api.get("/v1/runs", params={"batch": batch["id"]}).json()["items"]
+    assert run["verdict"] == "Pass", run
+    kinds = [event["kind"] for event in api.get(f"/v1/runs/{run['id']}/events", params={"limit": 500}).json()["items"]]
+    assert "model_call" in kinds and "tool_call" in kinds, kinds
