@@ -80,8 +80,8 @@ def _read_whole(sandbox: Sandbox, path: str, chunk: int = 150_000) -> bytes | No
     """A file outside the workspace, however large: base64 chunks stay under the exec output cap."""
     data = bytearray()
     while True:
-        result = sandbox.exec(["/bin/sh", "-c", f"tail -c +{len(data) + 1} {shlex.quote(path)} | head -c {chunk} | base64 -w0"],
-                              timeout=60)
+        window = f"tail -c +{len(data) + 1} {shlex.quote(path)} | head -c {chunk} | base64 -w0"
+        result = sandbox.exec(["/bin/sh", "-c", window], timeout=60)
         if not result.ok:
             return None
         piece = base64.b64decode(result.stdout.strip() or b"")
@@ -115,7 +115,6 @@ class CliAgent(Agent, abc.ABC):
     relay_port = DEFAULT_PORT
 
     def __init__(self, model: str = "scripted:honest", provider: ModelProvider | None = None) -> None:
-        self.model_spec = model
         self.provider = provider or make_provider(model)
         self.gateway: RunGateway | None = None
         self.transcript: LiveTranscript | None = None

@@ -78,7 +78,6 @@ class TranscriptState:
     model_calls: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
-    tool_calls: int = 0
     last_text: str = ""
     pending: dict[str, _Pending] = field(default_factory=dict)
 
@@ -112,21 +111,23 @@ class LiveTranscript(ModelProvider):
             if message.role != "tool" or not message.tool_call_id:
                 continue
             pending = self.state.pending.pop(_key(message.tool_call_id), None)
-            if pending is None:
-                continue
-            code, output = tool_output_text(message.content or "")
-            code = 0 if code is None else code  # CLIs that mark only failures (Claude Code) succeeded here
-            self._emit_call(pending)
-            self.sink.emit(EventKind.observation, ObservationPayload(
-                call_id=pending.call.id, tool=canonical_call(pending.call)[0], ok=code == 0,
-                output=output, exit_code=code,
-            ), step=pending.step)
+            if pending is not None:
+                self._emit(pending, message.content or "")
 
-    def _emit_call(self, pending: _Pending) -> None:
+    def _emit(self, pending: _Pending, output_text: str | None) -> None:
+        """The call and what it printed (``None``: the output is known nowhere)."""
         tool, arguments = canonical_call(pending.call)
-        self.state.tool_calls += 1
         self.sink.emit(EventKind.tool_call, ToolCallPayload(call_id=pending.call.id, tool=tool, arguments=arguments),
                        step=pending.step)
+        if output_text is None:
+            payload = ObservationPayload(call_id=pending.call.id, tool=tool, ok=False,
+                                         output="(the CLI stopped before returning this call's output)")
+        else:
+            code, output = tool_output_text(output_text)
+            code = 0 if code is None else code  # CLIs that mark only failures (Claude Code) succeeded here
+            payload = ObservationPayload(call_id=pending.call.id, tool=tool, ok=code == 0, output=output,
+                                         exit_code=code)
+        self.sink.emit(EventKind.observation, payload, step=pending.step)
 
     def finish(self, logged_outputs: dict[str, str] | None = None) -> str:
         """Emit the calls the model never saw answered and the final answer; returns that answer.
@@ -136,18 +137,8 @@ class LiveTranscript(ModelProvider):
         """
         logged = {_key(k): v for k, v in (logged_outputs or {}).items()}
         with self._lock:
-            for key, pending in list(self.state.pending.items()):
-                self._emit_call(pending)
-                tool = canonical_call(pending.call)[0]
-                if key in logged:
-                    code, output = tool_output_text(logged[key])
-                    code = 0 if code is None else code
-                    payload = ObservationPayload(call_id=pending.call.id, tool=tool, ok=code == 0,
-                                                 output=output, exit_code=code)
-                else:
-                    payload = ObservationPayload(call_id=pending.call.id, tool=tool, ok=False,
-                                                 output="(the CLI stopped before returning this call's output)")
-                self.sink.emit(EventKind.observation, payload, step=pending.step)
+            for key, pending in self.state.pending.items():
+                self._emit(pending, logged.get(key))
             self.state.pending.clear()
             text = self.state.last_text
             if text:
