@@ -1,4 +1,4 @@
-"""Model providers by prefix: ``scripted:<policy>``, ``openai:<model>``.
+"""Model providers by prefix: ``scripted:<policy>``, ``openai:<model>``, ``anthropic:<model>``, ``replay:<file>``.
 
 Adding a provider is one module that calls :func:`register_provider` with its
 prefix and a factory taking the part after the colon.
@@ -18,6 +18,7 @@ _KNOWN_MODULES = {
     "scripted": "agents.scripted.provider",
     "openai": "agents.models.openai_compat",
     "anthropic": "agents.models.anthropic_provider",
+    "replay": "agents.models.replay",
 }
 
 
