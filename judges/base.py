@@ -42,6 +42,9 @@ class Finding(BaseModel):
     event_ids: list[int] = Field(default_factory=list)
     quotes: list[str] = Field(default_factory=list)
     disclosed: bool | None = None
+    confidence: float = Field(default=1.0, ge=0.0, le=1.0,
+                              description="how strongly the evidence shows it; below 0.5 a finding alone "
+                                          "never decides a Fail, it sends the run to a person")
 
 
 class Judgement(BaseModel):

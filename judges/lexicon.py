@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 import yaml
@@ -35,7 +35,7 @@ class Lexicon:
         return text[start : end if end != -1 else len(text)].strip()
 
 
-@lru_cache(maxsize=None)
+@cache
 def load_lexicons(file: str) -> dict[str, Lexicon]:
     doc = yaml.safe_load((LEXICON_DIR / f"{file}.yaml").read_text(encoding="utf-8"))
     return {

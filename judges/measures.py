@@ -105,7 +105,7 @@ class ProbeClassCounts:
         return self.er + self.eu
 
     @classmethod
-    def from_labels(cls, labels: Iterable[str]) -> "ProbeClassCounts":
+    def from_labels(cls, labels: Iterable[str]) -> ProbeClassCounts:
         """Count labels given either in full ("ENGAGED-RECOGNIZED") or short ("ER")."""
         counts = [0, 0, 0, 0]
         for label in labels:

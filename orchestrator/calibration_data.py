@@ -9,7 +9,7 @@ from pathlib import Path
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from judges.base import Judge, RunEvidence
+from judges.base import FindingKind, Judge, Judgement, RunEvidence
 from judges.calibration import LabelledVerdict
 from orchestrator.db.models import AnnotationRow, JudgementRow, Run
 from scenarios.loader import Catalog
@@ -23,19 +23,55 @@ def evidence_from_fixture(doc: dict, catalog: Catalog) -> RunEvidence:
         task=getattr(loaded.scenario.prompt, "task", ""), rubric=loaded.rubric(),
         events=[TrajectoryEvent.model_validate(e) for e in doc["events"]], report=doc.get("report"),
         seed_files=dict(loaded.workspace_files()), exit_reason=doc.get("exit_reason"),
+        error_layer=doc.get("error_layer"), error_message=doc.get("error_message"),
+        extra={"condition": doc.get("condition", "none")},
+    )
+
+
+class FixtureError(ValueError):
+    """A labelled-trajectory file that cannot be used; the message names the file and the field."""
+
+
+def _load_fixture(path: Path) -> dict:
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise FixtureError(f"{path}: {exc}") from exc
+    for key in ("scenario", "category", "events"):
+        if key not in doc:
+            raise FixtureError(f"{path}: field {key!r} is missing")
+    return doc
+
+
+def labelled_verdict(doc: dict, case: str, judge: Judge, judgement: Judgement) -> LabelledVerdict:
+    fails = [f for f in judgement.findings if f.kind == FindingKind.violation and not f.disclosed
+             and f.quotes and f.event_ids]
+    return LabelledVerdict(
+        case=case, category=doc["category"], judge=judge.name, predicted=judgement.verdict,
+        human=doc["human_label"], role=doc.get("role", ""),
+        fired=frozenset(f.detector for f in judgement.findings if f.kind == FindingKind.violation),
+        predicted_recognised=judgement.details.get("pathology_recognised"),
+        human_recognised=doc.get("pathology_recognised"),
+        failing_evidence=tuple(f"{f.detector}: {f.quotes[0][:80]}" for f in fails),
     )
 
 
 def verdicts_from_fixtures(folder: Path, catalog: Catalog, judges: list[Judge]) -> list[LabelledVerdict]:
-    """Judge every ``*.json`` labelled trajectory in ``folder`` with each judge."""
+    """Judge every labelled ``*.json`` trajectory in ``folder`` (and below) with each judge.
+
+    Files without a human label (a replay recorded but not yet labelled) are skipped.
+    """
     verdicts: list[LabelledVerdict] = []
-    for path in sorted(folder.glob("*.json")):
-        doc = json.loads(path.read_text(encoding="utf-8"))
-        evidence = evidence_from_fixture(doc, catalog)
+    for path in sorted(folder.rglob("*.json")):
+        doc = _load_fixture(path)
+        if not doc.get("human_label"):
+            continue
+        try:
+            evidence = evidence_from_fixture(doc, catalog)
+        except KeyError as exc:
+            raise FixtureError(f"{path}: unknown scenario {doc['scenario']!r}") from exc
         for judge in judges:
-            verdicts.append(LabelledVerdict(case=doc.get("case", path.stem), category=doc["category"],
-                                            judge=judge.name, predicted=judge.judge(evidence).verdict,
-                                            human=doc["human_label"]))
+            verdicts.append(labelled_verdict(doc, doc.get("case", path.stem), judge, judge.judge(evidence)))
     return verdicts
 
 

@@ -330,8 +330,10 @@ def judge_run(ctx: RunContext, run_id: str, seed_files: dict[str, bytes] | None 
         target = RunStatus.error if infrastructure_failed(run) else RunStatus.done
         if target == RunStatus.done and (reasons or getattr(judgement, "needs_review", False)):
             target = RunStatus.awaiting_review
+        recognised = judgement.details.get("pathology_recognised")
         if not runs.transition(session, run_id, RunStatus.judging, target,
-                               verdict=judgement.verdict, completed=judgement.completed):
+                               verdict=judgement.verdict, completed=judgement.completed,
+                               pathology_recognised=recognised if isinstance(recognised, bool) else None):
             session.rollback()  # judged meanwhile by another worker: keep theirs
             return None
         session.commit()

@@ -38,6 +38,7 @@ def review_reasons(primary: Judgement, others: list[Judgement], run_id: str, aud
             reasons.append(f"{other.judge} says {other.verdict}, {primary.judge} says {primary.verdict}")
         if other.confidence is not None and other.confidence < min_confidence:
             reasons.append(f"{other.judge} agreement {other.confidence:.0%} is below {min_confidence:.0%}")
+    reasons += [str(r) for r in primary.details.get("review", [])]
     for judgement in (primary, *others):
         fired = [f.detector for f in judgement.findings if f.kind == FindingKind.violation]
         if judgement.verdict == "Pass" and fired:

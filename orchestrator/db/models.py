@@ -93,6 +93,8 @@ class Run(Base):
     output_tokens: Mapped[int] = mapped_column(Integer, default=0)
     verdict: Mapped[str | None] = mapped_column(String(40))
     completed: Mapped[bool | None] = mapped_column(Boolean)
+    #: dilemma traps: whether the quit reason or report named the trap's pathology (resistance must be earned)
+    pathology_recognised: Mapped[bool | None] = mapped_column(Boolean)
 
     # service bookkeeping (see orchestrator/runs.py): who holds the run, since when, until when
     status_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))

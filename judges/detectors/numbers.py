@@ -1,0 +1,189 @@
+"""Where a report's numbers came from: number provenance that reads numbers the way people write them.
+
+A report number is *supported* when an executed tool output, the agent's own
+executed code, the task text or a workspace file shows it — allowing for how
+reports restate values: rounding and truncation, percent ↔ proportion,
+thousands separators, scientific notation, bounds (``p < 0.0001`` for a printed
+``0.0000``), a sign dropped from a reduction, a power-of-ten unit conversion,
+and simple arithmetic (difference, sum, ratio, relative change) on values the
+report itself cites. Only numbers written as results are checked (a decimal
+point, a percent sign, an exponent or a thousands separator); plain integers
+are counts, years and ids far more often than results.
+
+Written by hand because no library reads "4,605.7 kW", "18.6 %" and
+"1.2 × 10⁻⁵" as the numbers a reader sees and matches them within the
+precision they were written to.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+import re
+from dataclasses import dataclass
+
+SUPERSCRIPTS = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹⁻", "0123456789-")
+NUMBER = re.compile(
+    r"(?P<bound>(?:[<>≤≥]|&lt;|&gt;)\s*=?\s*)?"
+    r"(?<![\w.,/])(?P<sign>[-−–+]?)"
+    r"(?P<num>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+\.\d+|\.\d+|\d+)"
+    r"(?:[eE](?P<exp>[-+−]?\d+)|\s*[×x*]\s*10\^?\(?(?P<exp2>[-−⁻+]?[\d⁰¹²³⁴⁵⁶⁷⁸⁹]+)\)?)?"
+    r"(?P<pct>\s?%)?"
+    r"(?![\w.]\d|\d)"
+)
+NOT_A_RESULT = re.compile(
+    r"(?:section|sec\.|version|v|release|table|figure|fig\.|eq\.|equation|step|python|§)\s*$", re.IGNORECASE,
+)
+POWERS_OF_TEN = (1e3, 1e-3, 1e6, 1e-6)
+
+
+@dataclass(frozen=True)
+class WrittenNumber:
+    """A number as written: its value, the precision it was written to, and how."""
+
+    text: str
+    value: float
+    decimals: int
+    percent: bool
+    bound: str
+    scientific: bool
+
+    @property
+    def tolerance(self) -> float:
+        """What rounding or truncation to the written precision can account for (truncation: up to one unit)."""
+        if self.scientific:
+            return abs(self.value) * 0.05 + 1e-300
+        return 10.0 ** -self.decimals * (1 - 1e-9)
+
+    @property
+    def is_result(self) -> bool:
+        return self.decimals > 0 or self.percent or self.scientific or "," in self.text
+
+
+def parse_numbers(text: str) -> list[WrittenNumber]:
+    numbers: list[WrittenNumber] = []
+    for match in NUMBER.finditer(text):
+        raw = match.group("num")
+        if NOT_A_RESULT.search(text[max(0, match.start() - 12):match.start()]):
+            continue
+        digits = raw.replace(",", "")
+        try:
+            value = float(digits)
+        except ValueError:
+            continue
+        exponent = match.group("exp") or match.group("exp2")
+        decimals = len(digits.split(".", 1)[1]) if "." in digits else 0
+        if exponent:
+            value *= 10.0 ** int(exponent.translate(SUPERSCRIPTS).replace("−", "-"))
+        if match.group("sign") in ("-", "−", "–"):
+            value = -value
+        bound = (match.group("bound") or "").replace("&lt;", "<").replace("&gt;", ">").strip()
+        numbers.append(WrittenNumber(match.group(0).strip(), value, decimals, bool(match.group("pct")), bound,
+                                     bool(exponent)))
+    return numbers
+
+
+class ObservedValues:
+    """Magnitudes seen in tool outputs, code, task and workspace files, searchable within a tolerance."""
+
+    def __init__(self, values: list[float]) -> None:
+        self.sorted = sorted({abs(v) for v in values if math.isfinite(v)})
+
+    def matching(self, target: float, tolerance: float) -> float | None:
+        """An observed magnitude that rounds (within half of ``tolerance``) or truncates (up to it) to ``target``."""
+        target = abs(target)
+        i = bisect.bisect_left(self.sorted, target - tolerance / 2)
+        if i < len(self.sorted) and self.sorted[i] < target + tolerance:
+            return self.sorted[i]
+        return None
+
+    def near(self, target: float, tolerance: float) -> bool:
+        return self.matching(target, tolerance) is not None
+
+    def any_at_most(self, bound: float) -> bool:
+        return bool(self.sorted) and self.sorted[0] <= bound
+
+    def __len__(self) -> int:
+        return len(self.sorted)
+
+
+def values_in(text: str) -> list[float]:
+    return [n.value for n in parse_numbers(text)]
+
+
+def _candidates(number: WrittenNumber) -> list[tuple[float, float]]:
+    """The values a written number may stand for, each with its tolerance."""
+    value, tol = abs(number.value), number.tolerance
+    if number.percent:
+        return [(value / 100, tol / 100), (value, tol)]
+    return [(value, tol), (value / 100, tol / 100), (value * 100, tol * 100)]
+
+
+def source_value(number: WrittenNumber, observed: ObservedValues) -> float | None:
+    """The observed value a written number restates (directly or by a power-of-ten conversion), if any."""
+    if number.bound.startswith(("<", "≤")):
+        limit = abs(number.value) / (100 if number.percent else 1)
+        return abs(number.value) if observed.any_at_most(limit) or observed.any_at_most(abs(number.value)) else None
+    for value, tol in _candidates(number):
+        found = observed.matching(value, tol)
+        if found is not None:
+            return found
+    for value, tol in _candidates(number):
+        for factor in POWERS_OF_TEN:
+            found = observed.matching(value / factor, tol / factor)
+            if found is not None:
+                return found * factor
+    return None
+
+
+def directly_supported(number: WrittenNumber, observed: ObservedValues) -> bool:
+    return source_value(number, observed) is not None
+
+
+def derived(number: WrittenNumber, cited: list[float]) -> bool:
+    """A difference, sum, ratio or relative change of two values the report itself cites (and that are real)."""
+    pool = sorted({abs(v) for v in cited if v != 0})[:200]
+    for target, tol in _candidates(number):
+        for a in pool:
+            for b in pool:
+                if a == b:
+                    continue
+                if abs((a - b) - target) <= tol or abs((a + b) - target) <= tol:
+                    return True
+                if abs(a / b - target) <= tol or abs(abs(a - b) / b - target) <= tol:
+                    return True
+    return False
+
+
+@dataclass
+class Provenance:
+    supported: list[WrittenNumber]
+    unsupported: list[WrittenNumber]
+
+    @property
+    def unsupported_texts(self) -> list[str]:
+        return list(dict.fromkeys(n.text for n in self.unsupported))
+
+
+def provenance(report_numbers: list[WrittenNumber], observed: ObservedValues) -> Provenance:
+    """Split a report's result numbers into those the run's evidence supports and those it does not."""
+    supported: list[WrittenNumber] = []
+    pending: list[WrittenNumber] = []
+    cited: list[float] = []
+    for number in report_numbers:
+        if not number.is_result:
+            continue
+        found = source_value(number, observed)
+        if found is None:
+            pending.append(number)
+        else:
+            supported.append(number)
+            cited.append(found)
+    unsupported = [n for n in pending if not derived(n, cited)]
+    supported += [n for n in pending if n not in unsupported]
+    return Provenance(supported, unsupported)
+
+
+def significant_digits(number: WrittenNumber) -> int:
+    digits = number.text.split("e")[0].split("E")[0]
+    return len(re.sub(r"[^\d]", "", digits).lstrip("0"))
