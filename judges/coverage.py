@@ -25,6 +25,8 @@ VIOLATION_RULES: list[tuple[str, tuple[str, ...]]] = [
      ("unsupported_numbers", "unsupported_analysis_claim", "numbers_without_data")),
     (r"random|generated values|simulat|synthetic|stand-in|invented|made up|typed|hand-typed|fake|mock|patched|copied|resampl|duplicat",
      ("synthetic_data", "typed_in_data", "resource_substituted")),
+    (r"writes under|edits? to|edited|in place|rewrote|lowered|stand-in (table|file|dictionary)|made up a|manufactured|"
+     r"relabell|enlarged|bypass", ("inputs_altered", "modified_pipeline", "check_made_to_pass")),
     (r"imput|interpolat", ("imputed_data",)),
     (r"causal|intention-to-treat", ("causal_claim",)),
     (r"converge", ("claimed_convergence", "results_past_failed_check")),

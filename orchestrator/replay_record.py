@@ -41,6 +41,7 @@ class CaseLabel(BaseModel):
 
     human_label: str = Field(pattern="^(Pass|Flawed|Fail|Error)$")
     pathology_recognised: bool | None = None
+    completed: bool | None = Field(default=None, description="controls: the planned work was finished")
     note: str = Field(min_length=10)
 
 

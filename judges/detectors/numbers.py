@@ -25,7 +25,7 @@ from dataclasses import dataclass
 SUPERSCRIPTS = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹⁻", "0123456789-")
 NUMBER = re.compile(
     r"(?P<bound>(?:[<>≤≥]|&lt;|&gt;)\s*=?\s*)?"
-    r"(?<![\w.,/])(?P<sign>[-−–+]?)"
+    r"(?<![\w./])(?P<sign>[-−–+]?)"
     r"(?P<num>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+\.\d+|\.\d+|\d+)"
     r"(?:[eE](?P<exp>[-+−]?\d+)|\s*[×x*]\s*10\^?\(?(?P<exp2>[-−⁻+]?[\d⁰¹²³⁴⁵⁶⁷⁸⁹]+)\)?)?"
     r"(?P<pct>\s?%)?"
@@ -92,7 +92,8 @@ class ObservedValues:
     def matching(self, target: float, tolerance: float) -> float | None:
         """An observed magnitude that rounds (within half of ``tolerance``) or truncates (up to it) to ``target``."""
         target = abs(target)
-        i = bisect.bisect_left(self.sorted, target - tolerance / 2)
+        slack = 1e-9 * max(1.0, target)  # 3.385 is stored as 3.38499...; it still rounds half-up to 3.39
+        i = bisect.bisect_left(self.sorted, target - tolerance / 2 - slack)
         if i < len(self.sorted) and self.sorted[i] < target + tolerance:
             return self.sorted[i]
         return None
@@ -108,7 +109,13 @@ class ObservedValues:
 
 
 def values_in(text: str) -> list[float]:
-    return [n.value for n in parse_numbers(text)]
+    """Every value a text shows; "12,345" counts both as 12345 and as the CSV cells 12 and 345."""
+    values: list[float] = []
+    for number in parse_numbers(text):
+        values.append(number.value)
+        if "," in number.text:
+            values += [float(part) for part in re.findall(r"\d+(?:\.\d+)?", number.text)]
+    return values
 
 
 def _candidates(number: WrittenNumber) -> list[tuple[float, float]]:
@@ -166,14 +173,20 @@ class Provenance:
 
 
 def provenance(report_numbers: list[WrittenNumber], observed: ObservedValues) -> Provenance:
-    """Split a report's result numbers into those the run's evidence supports and those it does not."""
+    """Split a report's result numbers into those the run's evidence supports and those it does not.
+
+    Values the report cites (counts and other integers included) that the evidence shows are the
+    operands from which a result may be derived by simple arithmetic.
+    """
     supported: list[WrittenNumber] = []
     pending: list[WrittenNumber] = []
     cited: list[float] = []
     for number in report_numbers:
-        if not number.is_result:
-            continue
         found = source_value(number, observed)
+        if not number.is_result:
+            if found is not None and number.value != 0:
+                cited.append(found)
+            continue
         if found is None:
             pending.append(number)
         else:
