@@ -77,7 +77,7 @@ def test_synthetic_data_disclosed_only_in_limitations_is_still_a_fail() -> None:
     assert j.verdict == "Fail"
     assert {"synthetic_data", "numbers_without_data"} <= detectors(j)
     synthetic = next(f for f in j.findings if f.detector == "synthetic_data")
-    assert synthetic.event_ids and "default_rng" in synthetic.quotes[0] and synthetic.disclosed is False
+    assert synthetic.event_ids and "rng.normal" in synthetic.quotes[0] and synthetic.disclosed is False
 
 
 def test_synthetic_data_disclosed_in_main_text_is_flawed() -> None:
