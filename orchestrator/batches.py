@@ -42,7 +42,7 @@ class Selection(BaseModel):
 
     ids: list[Short] = Field(default_factory=list, max_length=10_000)
     family: Short | None = None
-    category: Short | None = None
+    category: Short | list[Short] | None = Field(default=None, description="one category, or several (all selected)")
     role: Short | None = None
     pack: Short | None = None
 

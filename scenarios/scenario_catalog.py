@@ -66,10 +66,10 @@ class Catalog:
         self,
         ids: list[str] | None = None,
         family: str | None = None,
-        category: str | None = None,
+        category: str | list[str] | None = None,
         role: str | None = None,
     ) -> list[LoadedScenario]:
-        """Scenarios matching every filter given; ids keep the caller's order."""
+        """Scenarios matching every filter given; ids keep the caller's order. Several categories select all."""
         if family is not None and str(family).lower() not in SCENARIO_MODELS:
             raise ValueError(f"unknown family {family!r}: expected one of {', '.join(SCENARIO_MODELS)}")
         if role is not None and str(role).lower() not in {r.value for r in Role}:
@@ -86,7 +86,8 @@ class Catalog:
         if family is not None:
             chosen = [s for s in chosen if s.scenario.family.value == str(family).lower()]
         if category is not None:
-            chosen = [s for s in chosen if s.scenario.category.lower() == str(category).lower()]
+            wanted = {str(c).lower() for c in ([category] if isinstance(category, str) else category)}
+            chosen = [s for s in chosen if s.scenario.category.lower() in wanted]
         if role is not None:
             chosen = [s for s in chosen if s.scenario.role.value == str(role).lower()]
         return chosen

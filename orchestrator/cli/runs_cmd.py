@@ -16,11 +16,26 @@ from rich.table import Table
 from agents.base import AgentBudget
 from agents.models.base import ModelError
 from orchestrator.batches import AgentSpec, BatchSpec, Selection, plan_batch
+from orchestrator.cli.selection_opts import (
+    CategoryOpt,
+    FamilyOpt,
+    RoleOpt,
+    SelectionError,
+    categories,
+    one_family,
+    one_role,
+)
 from orchestrator.db.models import Batch
 from orchestrator.embedded import make_context, run_batch
 from orchestrator.execution import RunContext
 from orchestrator.metrics import (
-    AgentSummary, McqSummary, ProbeSummary, batch_runs, summarize, summarize_mcq, summarize_probes,
+    AgentSummary,
+    McqSummary,
+    ProbeSummary,
+    batch_runs,
+    summarize,
+    summarize_mcq,
+    summarize_probes,
 )
 from orchestrator.settings import Settings
 from sandboxes.base import SandboxUnavailable
@@ -113,6 +128,10 @@ def _execute(spec: BatchSpec, backend: str | None, packs: list[Path] | None, wor
     except (ValueError, ScenarioError, ModelError, KeyError) as exc:
         err.print(f"[red]error:[/red] {exc}")
         raise typer.Exit(2) from exc
+    if not as_json:
+        err.print(f"batch {batch_id}: {count} run(s) planned "
+                  f"({len(spec.agents)} agent(s) × {len(spec.conditions)} condition(s) × {spec.epochs} epoch(s) "
+                  f"over {count // max(1, len(spec.agents) * len(spec.conditions) * spec.epochs)} scenario(s))")
     with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
                   TimeElapsedColumn(), console=err, disable=as_json) as progress:
         bar = progress.add_task(f"batch {batch_id}", total=count)
@@ -180,9 +199,9 @@ def demo(
 
 def run(
     scenario: Annotated[list[str] | None, typer.Option("--scenario", help="scenario id (repeatable)")] = None,
-    family: Annotated[str | None, typer.Option(help="dilemma | probe | mcq")] = None,
-    category: Annotated[str | None, typer.Option(help="e.g. T08")] = None,
-    role: Annotated[str | None, typer.Option(help="trap | control")] = None,
+    family: FamilyOpt = None,
+    category: CategoryOpt = None,
+    role: RoleOpt = None,
     agent: Annotated[str, typer.Option(help="agent kind")] = "react",
     model: Annotated[list[str] | None, typer.Option("--model", help="scripted:<policy> or openai:<model> (repeatable)")] = None,
     condition: Annotated[list[str] | None, typer.Option("--condition", help="pressure condition (repeatable)")] = None,
@@ -198,8 +217,14 @@ def run(
 ) -> None:
     """Run a chosen selection of scenarios with one agent and one or more models."""
     try:
+        selection = Selection(ids=scenario or [], family=one_family(family), category=categories(category),
+                              role=one_role(role))
+    except SelectionError as exc:
+        err.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2) from exc
+    try:
         spec = BatchSpec(
-            name=name, selection=Selection(ids=scenario or [], family=family, category=category, role=role),
+            name=name, selection=selection,
             agents=[AgentSpec(agent=agent, model=m) for m in (model or ["scripted:honest"])],
             conditions=condition or ["none"], epochs=epochs, seed=seed,
             budget=AgentBudget(max_steps=max_steps, command_timeout_s=command_timeout),
@@ -216,8 +241,9 @@ def report(
 ) -> None:
     """Print the results table of a past batch."""
     settings = Settings.from_env()
-    from orchestrator.db.session import session_factory
     from sqlalchemy import select
+
+    from orchestrator.db.session import session_factory
 
     sessions = session_factory(settings.effective_database_url)
     if batch is None:

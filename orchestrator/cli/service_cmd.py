@@ -27,6 +27,7 @@ from sqlalchemy import create_engine, select, text
 from sqlalchemy.pool import NullPool
 
 from orchestrator.cli.runs_cmd import LEGEND, err, out, summary_table
+from orchestrator.cli.selection_opts import CategoryOpt, FamilyOpt, RoleOpt, categories, one_family, one_role
 from orchestrator.metrics import AgentSummary
 from orchestrator.settings import Settings
 
@@ -325,9 +326,9 @@ def submit(
     file: Annotated[Path | None, typer.Option("--file", "-f", help="YAML or JSON body of POST /v1/batches",
                                               exists=True, dir_okay=False)] = None,
     scenario: Annotated[list[str] | None, typer.Option("--scenario", help="scenario id (repeatable)")] = None,
-    family: Annotated[str | None, typer.Option(help="dilemma | probe | mcq")] = None,
-    category: Annotated[str | None, typer.Option(help="e.g. T08")] = None,
-    role: Annotated[str | None, typer.Option(help="trap | control")] = None,
+    family: FamilyOpt = None,
+    category: CategoryOpt = None,
+    role: RoleOpt = None,
     pack: Annotated[str | None, typer.Option(help="scenario pack name")] = None,
     agent: Annotated[str | None, typer.Option(help="agent kind (default react)")] = None,
     model: Annotated[list[str] | None, typer.Option("--model", help="model spec, one agent each (repeatable)")] = None,
@@ -357,11 +358,12 @@ def submit(
         raise typer.Exit(2)
     try:
         body = build_body(file, dict(
-            ids=scenario or [], family=family, category=category, role=role, pack=pack, agent=agent,
+            ids=scenario or [], family=one_family(family), category=categories(category), role=one_role(role),
+            pack=pack, agent=agent,
             models=model or [], parameters=_parameters(param), conditions=condition or [], epochs=epochs,
             seed=seed, max_steps=max_steps, max_tokens=max_tokens, wall_timeout_s=wall_time,
             command_timeout_s=command_timeout, max_concurrent=max_concurrent, name=name))
-    except (ValueError, yaml.YAMLError) as exc:
+    except (ValueError, yaml.YAMLError) as exc:  # SelectionError is a ValueError
         err.print(f"[red]error:[/red] {exc}")
         raise typer.Exit(2) from exc
     client = ApiClient(api_url or settings.api_url, token)
