@@ -33,11 +33,19 @@ sandbox):
   python3 importing numpy+pandas+matplotlib peaks at ~450 MiB of address
   space with BLAS threads capped at 4, so the 1 GiB default is enough). On its
   own it is not a total: N processes may each use up to the limit.
+* a pids cgroup per sandbox (:func:`pids_cgroup_support`; v1: its own
+  ``integritylab/<host dir name>`` under ``/sys/fs/cgroup/pids``, v2: the
+  memory cgroup's directory): ``pids.max`` = ``pids`` + bwrap's own processes,
+  a total over every exec of the sandbox, exactly as Docker's ``pids_limit``.
+  Same conditions as the memory cgroup (root, a writable hierarchy, not
+  switched off by ``INTEGRITYLAB_BWRAP_CGROUP``).
 * ``RLIMIT_NPROC = pids`` + bwrap's own processes + the tasks the host uid
-  already has. The kernel counts NPROC per *host* uid, so concurrent sandboxes
-  share one budget; the pre-existing count keeps one sandbox's processes from
-  starving the next one at start-up, but a fork bomb in one sandbox can still
-  make fork fail in another sandbox running at the same time (never on the host).
+  already has, always (the only cap when there is no pids cgroup). The kernel
+  counts NPROC per *host* uid, so concurrent sandboxes share one budget and it
+  moves as other tasks of that uid come and go; the pre-existing count keeps
+  one sandbox's processes from starving the next one at start-up, but a fork
+  bomb in one sandbox can still make fork fail in another sandbox running at
+  the same time (never on the host).
 * ``RLIMIT_FSIZE``, ``RLIMIT_CPU`` (per process), ``RLIMIT_CORE = 0``.
 * ``/tmp`` is a tmpfs of ``tmp_size_mb``; ``/dev/shm`` one of at most 64 MiB.
   The workspace is capped at ``workspace_mb`` when it can be a loop-mounted
@@ -122,6 +130,7 @@ _MIB = 1024 * 1024
 CGROUP_ENV = "INTEGRITYLAB_BWRAP_CGROUP"  # "off"/"0"/"false"/"no" forces the RLIMIT_AS-only fallback
 CGROUP_PARENT = "integritylab"
 CGROUP_V1_MEMORY = Path("/sys/fs/cgroup/memory")
+CGROUP_V1_PIDS = Path("/sys/fs/cgroup/pids")
 CGROUP_V2_ROOT = Path("/sys/fs/cgroup")
 CGROUP_RMDIR_WAIT_S = 5.0
 
@@ -166,6 +175,73 @@ def memory_cgroup_support() -> tuple[tuple[str, Path] | None, str]:
             return None, f"cannot enable the memory controller for {parent}: {exc.strerror}; RLIMIT_AS only"
         return ("v2", parent), f"cgroup v2 memory cgroup under {parent}"
     return None, "no cgroup memory hierarchy at /sys/fs/cgroup; memory is capped per process (RLIMIT_AS) only"
+
+
+def pids_cgroup_support() -> tuple[tuple[str, Path] | None, str]:
+    """Where per-sandbox pids cgroups can be made: (("v1"|"v2", parent dir), why) or (None, why not).
+
+    RLIMIT_NPROC counts every task of the host uid, so its budget moves when
+    other processes of that uid come and go; a pids cgroup counts exactly the
+    sandbox's own tasks, as Docker's ``pids_limit`` does.
+    """
+    if os.environ.get(CGROUP_ENV, "").strip().lower() in ("0", "off", "false", "no"):
+        return None, f"pids cgroup disabled by {CGROUP_ENV}; processes are capped by RLIMIT_NPROC only"
+    if os.geteuid() != 0:
+        return None, "a pids cgroup needs root; processes are capped by RLIMIT_NPROC only"
+    if _fs_type(CGROUP_V1_PIDS) == "cgroup" and (CGROUP_V1_PIDS / "cgroup.procs").exists():
+        parent = CGROUP_V1_PIDS / CGROUP_PARENT
+        try:
+            parent.mkdir(exist_ok=True)
+        except OSError as exc:
+            return None, f"cannot create pids cgroup {parent}: {exc.strerror}; RLIMIT_NPROC only"
+        return ("v1", parent), f"cgroup v1 pids cgroup under {parent}"
+    if _fs_type(CGROUP_V2_ROOT) == "cgroup2":
+        try:
+            controllers = (CGROUP_V2_ROOT / "cgroup.controllers").read_text().split()
+        except OSError:
+            controllers = []
+        if "pids" not in controllers:
+            return None, "the cgroup v2 hierarchy has no pids controller; RLIMIT_NPROC only"
+        parent = CGROUP_V2_ROOT / CGROUP_PARENT
+        try:
+            parent.mkdir(exist_ok=True)
+            for d in (CGROUP_V2_ROOT, parent):
+                if "pids" not in (d / "cgroup.subtree_control").read_text().split():
+                    (d / "cgroup.subtree_control").write_text("+pids")
+        except OSError as exc:
+            return None, f"cannot enable the pids controller for {parent}: {exc.strerror}; RLIMIT_NPROC only"
+        return ("v2", parent), f"cgroup v2 pids cgroup under {parent}"
+    return None, "no cgroup pids hierarchy at /sys/fs/cgroup; processes are capped by RLIMIT_NPROC only"
+
+
+class PidsLimit:
+    """One sandbox's task limit in a pids cgroup, shared by every exec of the sandbox.
+
+    On cgroup v2 the memory and pids controllers share one directory, so the
+    limit is written into the sandbox's memory cgroup when there is one; on v1
+    it is a directory of its own that each exec joins as well.
+    """
+
+    def __init__(self, path: Path, max_tasks: int, *, owns_dir: bool) -> None:
+        self.path = path
+        self.owns_dir = owns_dir
+        if owns_dir:
+            path.mkdir(mode=0o755)
+        try:
+            (path / "pids.max").write_text(str(max_tasks))
+        except BaseException:
+            self.remove()
+            raise
+
+    def open_procs(self) -> int | None:
+        """An fd on ``cgroup.procs`` to join, or None when the memory cgroup's join covers it."""
+        if not self.owns_dir:
+            return None
+        return os.open(self.path / "cgroup.procs", os.O_WRONLY | os.O_CLOEXEC)
+
+    def remove(self) -> None:
+        if self.owns_dir:
+            remove_cgroup(self.path)
 
 
 class MemoryCgroup:
@@ -365,11 +441,12 @@ class BwrapBackend(SandboxBackend):
             return
         try:
             hostfs.reap_stale_mounts("il-")
-            where, _why = memory_cgroup_support()
-            if where is not None:
-                import tempfile
+            import tempfile
 
-                reap_stale_cgroups(where[1], self.temp_root or Path(tempfile.gettempdir()))
+            temp_dir = self.temp_root or Path(tempfile.gettempdir())
+            for where, _why in (memory_cgroup_support(), pids_cgroup_support()):
+                if where is not None:
+                    reap_stale_cgroups(where[1], temp_dir)
         except (OSError, SandboxError):
             pass
 
@@ -441,12 +518,34 @@ class BwrapSandbox(hostfs.HostWorkspaceSandbox):
                 raise SandboxError(f"cannot create the sandbox's memory cgroup: {exc}") from exc
             self.memory_note += f": {spec.limits.memory_mb} MiB for the whole sandbox"
             self._cgroup_finalizer = weakref.finalize(self, remove_cgroup, self.cgroup.path)
+        self.pids_limit: PidsLimit | None = None
+        pids_where, self.pids_note = pids_cgroup_support()
+        if pids_where is not None:
+            self._make_pids_limit(*pids_where)
+
+    def _make_pids_limit(self, version: str, parent: Path) -> None:
+        """Cap the sandbox's tasks in a pids cgroup (see :func:`pids_cgroup_support`)."""
+        max_tasks = self.spec.limits.pids + BWRAP_PROCESS_OVERHEAD
+        shared = version == "v2" and self.cgroup is not None and self.cgroup.version == "v2"
+        path = self.cgroup.path if shared and self.cgroup is not None else parent / self.host_dir.name
+        try:
+            self.pids_limit = PidsLimit(path, max_tasks, owns_dir=not shared)
+        except OSError as exc:
+            self.destroy()
+            raise SandboxError(f"cannot create the sandbox's pids cgroup: {exc}") from exc
+        self.pids_note += f": {max_tasks} tasks for the whole sandbox"
+        if not shared:
+            self._pids_finalizer = weakref.finalize(self, remove_cgroup, path)
 
     def destroy(self) -> None:
         super().destroy()
         if self.cgroup is not None:
             self._cgroup_finalizer.detach()
             self.cgroup.remove()
+        pids_limit = getattr(self, "pids_limit", None)
+        if pids_limit is not None and pids_limit.owns_dir:
+            self._pids_finalizer.detach()
+            pids_limit.remove()
 
     # ---- exec -------------------------------------------------------------
 
@@ -496,14 +595,7 @@ class BwrapSandbox(hostfs.HostWorkspaceSandbox):
                     os.close(child_fds.pop())
 
             run_uid = self.host_ids[0] if self.host_ids is not None else os.getuid()
-            cgroup_fd: int | None = None
-            if self.cgroup is not None:
-                try:
-                    cgroup_fd = self.cgroup.open_procs()
-                except OSError as exc:
-                    if self.destroyed:
-                        raise SandboxError("sandbox has been destroyed") from exc
-                    raise SandboxError(f"cannot join the sandbox's memory cgroup: {exc}") from exc
+            cgroup_fds = self._open_cgroup_procs()
             # not in pass_fds: the child writes it before exec and close_fds/O_CLOEXEC drop it
             try:
                 outcome = run_process(
@@ -519,13 +611,13 @@ class BwrapSandbox(hostfs.HostWorkspaceSandbox):
                     pass_fds=list(child_fds),
                     tracker=self._tracker,
                     after_spawn=close_child_fds,
-                    cgroup_procs_fd=cgroup_fd,
+                    cgroup_procs_fds=cgroup_fds,
                 )
             except (OSError, subprocess.SubprocessError) as exc:
                 raise SandboxError(f"cannot start bwrap: {exc}") from exc
             finally:
-                if cgroup_fd is not None:
-                    os.close(cgroup_fd)
+                for fd in cgroup_fds:
+                    os.close(fd)
             statuses = _parse_status(_read_nonblocking(status_r))
         finally:
             for fd in child_fds:
@@ -571,6 +663,24 @@ class BwrapSandbox(hostfs.HostWorkspaceSandbox):
         if not cwd.startswith("/"):
             cwd = posixpath.join(WORKSPACE, cwd)
         return posixpath.normpath(cwd)
+
+    def _open_cgroup_procs(self) -> list[int]:
+        """Open the ``cgroup.procs`` of every cgroup an exec joins (memory, and pids on v1)."""
+        fds: list[int] = []
+        try:
+            if self.cgroup is not None:
+                fds.append(self.cgroup.open_procs())
+            if self.pids_limit is not None:
+                fd = self.pids_limit.open_procs()
+                if fd is not None:
+                    fds.append(fd)
+        except OSError as exc:
+            for fd in fds:
+                os.close(fd)
+            if self.destroyed:
+                raise SandboxError("sandbox has been destroyed") from exc
+            raise SandboxError(f"cannot join the sandbox's cgroups: {exc}") from exc
+        return fds
 
     def _rlimits(self, run_uid: int) -> dict[int, int]:
         limits = self.spec.limits

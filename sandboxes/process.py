@@ -20,7 +20,7 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 READ_CHUNK = 64 * 1024
@@ -140,14 +140,15 @@ def kill_group(proc: subprocess.Popen[bytes]) -> None:
             pass
 
 
-def _rlimit_preexec(rlimits: Mapping[int, int], cgroup_procs_fd: int | None = None) -> Callable[[], None]:
-    """Build the ``preexec_fn`` that joins a cgroup and lowers rlimits in the child.
+def _rlimit_preexec(rlimits: Mapping[int, int], cgroup_procs_fds: Sequence[int] = ()) -> Callable[[], None]:
+    """Build the ``preexec_fn`` that joins cgroups and lowers rlimits in the child.
 
     Popen's child runs setgroups/setgid/setuid *before* preexec_fn, so the limits
     are set by the already-unprivileged user (lowering is always allowed) and
-    RLIMIT_NPROC applies to the target uid. ``cgroup_procs_fd`` is a
-    ``cgroup.procs`` file the (root) parent opened for writing: writing "0" to it
-    moves the child into that cgroup before it execs, so everything it starts is
+    RLIMIT_NPROC applies to the target uid. Each of ``cgroup_procs_fds`` is a
+    ``cgroup.procs`` file the (root) parent opened for writing (one per cgroup v1
+    hierarchy, e.g. memory and pids): writing "0" to it moves the child into that
+    cgroup before it execs, so everything it starts is
     accounted there (the kernel checks the opener's permission, and a process may
     always move itself). Everything is precomputed so the child only makes a
     write and setrlimit calls between fork and exec.
@@ -156,9 +157,11 @@ def _rlimit_preexec(rlimits: Mapping[int, int], cgroup_procs_fd: int | None = No
     setrlimit = resource.setrlimit
     write = os.write
 
+    fds = tuple(cgroup_procs_fds)
+
     def apply() -> None:
-        if cgroup_procs_fd is not None:
-            write(cgroup_procs_fd, b"0")
+        for fd in fds:
+            write(fd, b"0")
         for res, pair in items:
             setrlimit(res, pair)
 
@@ -179,7 +182,7 @@ def run_process(
     pass_fds: Iterable[int] = (),
     tracker: ProcessTracker | None = None,
     after_spawn: Callable[[], None] | None = None,
-    cgroup_procs_fd: int | None = None,
+    cgroup_procs_fds: Sequence[int] = (),
 ) -> ProcessOutcome:
     """Run ``argv`` in a new session with a hard timeout and capped output.
 
@@ -188,7 +191,7 @@ def run_process(
     its group are killed too (a sandbox exec does not outlive its command).
     A child killed by signal N reports ``128 + N`` like a shell would.
     ``after_spawn`` runs in the parent right after the fork (e.g. to close fds
-    that only the child needed). ``cgroup_procs_fd``: join that cgroup before exec
+    that only the child needed). ``cgroup_procs_fds``: join those cgroups before exec
     (see :func:`_rlimit_preexec`). Raises ``OSError`` if ``argv[0]`` cannot be
     started and ``subprocess.SubprocessError`` if the cgroup cannot be joined.
     """
@@ -208,7 +211,7 @@ def run_process(
         user=user,
         group=group,
         extra_groups=[] if user is not None else None,  # drop root's supplementary groups
-        preexec_fn=_rlimit_preexec(rlimits or {}, cgroup_procs_fd) if rlimits or cgroup_procs_fd is not None else None,
+        preexec_fn=_rlimit_preexec(rlimits or {}, cgroup_procs_fds) if rlimits or cgroup_procs_fds else None,
     )
     if tracker is not None:
         tracker.add(proc)

@@ -16,6 +16,7 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+import threading
 import time
 from pathlib import Path
 
@@ -23,7 +24,13 @@ import pytest
 
 from sandboxes import hostfs
 from sandboxes.base import Sandbox, SandboxLimits, SandboxSpec
-from sandboxes.bwrap import BwrapBackend, BwrapSandbox, memory_cgroup_support
+from sandboxes.bwrap import (
+    SANDBOX_HOST_UID,
+    BwrapBackend,
+    BwrapSandbox,
+    memory_cgroup_support,
+    pids_cgroup_support,
+)
 from sandboxes.registry import get_backend
 
 MIB = 1024 * 1024
@@ -209,4 +216,58 @@ def test_bwrap_memory_cgroup_can_be_forced_off(monkeypatch: pytest.MonkeyPatch) 
     with backend.create(_spec()) as box:
         assert isinstance(box, BwrapSandbox)
         assert box.cgroup is None and "RLIMIT_AS" in box.memory_note
+        assert box.pids_limit is None and "RLIMIT_NPROC" in box.pids_note
         assert box.exec(["true"]).ok
+
+
+_FORK_UNTIL_REFUSED = """
+import os, time
+time.sleep(1.5)  # the host's other tasks of this uid end meanwhile
+n = 0
+while True:
+    try:
+        pid = os.fork()
+    except OSError:
+        break
+    if pid == 0:
+        time.sleep(30)
+        os._exit(0)
+    n += 1
+print(n)
+"""
+
+
+def test_bwrap_pids_cgroup_counts_only_the_sandbox() -> None:
+    """RLIMIT_NPROC's budget grew when other tasks of the sandbox uid ended mid-run; the pids cgroup does not."""
+    where, why = pids_cgroup_support()
+    if where is None:
+        pytest.skip(why)
+    backend = _backend("bwrap")
+    if backend.host_uid != SANDBOX_HOST_UID:
+        pytest.skip("the sandbox does not run as the shared unprivileged uid here")
+    sleepers = [
+        subprocess.Popen(["sleep", "60"], user=SANDBOX_HOST_UID, group=SANDBOX_HOST_UID)
+        for _ in range(6)
+    ]
+    box = backend.create(_spec(pids=40))
+    assert isinstance(box, BwrapSandbox) and box.pids_limit is not None
+    path = box.pids_limit.path
+    try:
+        def end_sleepers() -> None:
+            for proc in sleepers:
+                proc.kill()
+                proc.wait()
+
+        killer = threading.Timer(0.5, end_sleepers)  # after exec has counted them, before the forks
+        killer.start()
+        r = box.exec(["/usr/bin/python3", "-c", _FORK_UNTIL_REFUSED], timeout=30)
+        killer.join()
+        assert r.exit_code == 0, r
+        assert int(r.stdout) == 40  # pids.max = 40 + bwrap's own three, whatever the host does
+        assert box.exec(["echo", "alive"]).stdout == "alive\n"
+    finally:
+        for proc in sleepers:
+            if proc.poll() is None:
+                proc.kill()
+        box.destroy()
+    assert not path.exists()
