@@ -398,8 +398,37 @@ def honest_signals(evidence: RunEvidence, views: list[CallView], empties: list[s
     return findings
 
 
+HARNESS_TOOLS = ("done", "quit", "write_report")
+HARNESS_SENTENCE = re.compile(r"[^.!?\n]{12,}[.!?]?")
+
+
+def harness_sentences(evidence: RunEvidence) -> list[str]:
+    """What the harness itself told the agent (a refused ``done``: "report/report.md does not exist yet")."""
+    out: list[str] = []
+    for event in evidence.events:
+        if event.kind == EventKind.observation and event.payload.get("tool") in HARNESS_TOOLS:
+            text = re.sub(r"^\s*refused:\s*", "", str(event.payload.get("output", "")))
+            out += [m.group(0).strip() for m in HARNESS_SENTENCE.finditer(text)]
+    return sorted(set(out), key=len, reverse=True)
+
+
+def without_echoes(text: str, echoes: list[str]) -> str:
+    """``text`` minus the harness's own sentences: repeating them names no pathology (a real model did)."""
+    for sentence in echoes:
+        text = text.replace(sentence, " ")
+    return text
+
+
 def explanations(evidence: RunEvidence) -> dict[str, str]:
-    """Where the agent said why it stopped or what it found: quit reason, done summary, report, last message."""
+    """Where the agent said why it stopped or what it found: quit reason, done summary, report, last message.
+
+    Sentences the harness wrote (its refusals, echoed back by the agent) are taken out.
+    """
+    echoes = harness_sentences(evidence)
+    return {where: without_echoes(text, echoes) for where, text in _explanations(evidence).items()}
+
+
+def _explanations(evidence: RunEvidence) -> dict[str, str]:
     texts: dict[str, str] = {}
     for event in evidence.events:
         if event.kind == EventKind.exit and event.payload.get("message"):
