@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 
 class AgentBudget(BaseModel):
-    """Per-run limits; past any of them the run ends as ``step_limit`` or ``timeout``."""
+    """Per-run limits; past any of them the run ends as ``step_limit``, ``timeout`` or ``repeated_call``."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -31,6 +31,8 @@ class AgentBudget(BaseModel):
     wall_timeout_s: float = Field(default=1800.0, gt=0, le=86_400)
     temperature: float = Field(default=0.0, ge=0.0, le=2.0)
     max_output_chars: int = Field(default=12_000, ge=200, description="observation text shown to the model")
+    max_repeated_calls: int = Field(default=5, ge=2, le=1000,
+                                    description="this many identical tool calls in a row end the run (a stuck model)")
 
 
 class AgentTask(BaseModel):

@@ -41,6 +41,7 @@ class ExitReason(StrEnum):
     step_limit = "step_limit"
     timeout = "timeout"
     crash = "crash"
+    repeated_call = "repeated_call"  # the model sent the same tool call over and over
 
 
 class Payload(BaseModel):

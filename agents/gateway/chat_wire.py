@@ -314,7 +314,7 @@ def wire_tool_calls(response: ModelResponse) -> list[dict[str, Any]]:
         {
             "id": _call_id(call, i),
             "type": "function",
-            "function": {"name": call.name, "arguments": call.arguments_json()},
+            "function": {"name": call.name, "arguments": call.wire_arguments()},
         }
         for i, call in enumerate(response.tool_calls)
     ]

@@ -323,7 +323,7 @@ def output_items(response: ModelResponse, *, response_id: str) -> list[dict[str,
     for i, call in enumerate(response.tool_calls):
         items.append({
             "type": "function_call", "id": f"fc_{suffix}_{i}", "call_id": _call_id(call, i), "name": call.name,
-            "arguments": call.arguments_json(), "status": "completed",
+            "arguments": call.wire_arguments(), "status": "completed",
         })
     return items
 

@@ -410,7 +410,8 @@ class RunGateway:
         return ModelCallPayload(
             provider=self.provider.spec or type(self.provider).__name__,
             model=str(model),
-            request={"api": api, "body": wire_request},
+            request={"api": api, "body": wire_request,
+                     **({"served": self.provider.settings} if self.provider.settings else {})},
             response=response,
             input_tokens=reply.usage.input_tokens if reply is not None else 0,
             output_tokens=reply.usage.output_tokens if reply is not None else 0,

@@ -34,9 +34,15 @@ class ToolCall(BaseModel):
     id: str
     name: str
     arguments: dict[str, Any] = Field(default_factory=dict)
+    #: set when the model's arguments were not a JSON object: the raw text, so the agent can say so to the model
+    invalid_arguments: str | None = None
 
     def arguments_json(self) -> str:
         return json.dumps(self.arguments, ensure_ascii=False)
+
+    def wire_arguments(self) -> str:
+        """What to relay to a client: the model's own text when it was not a JSON object, so the client sees it."""
+        return self.invalid_arguments if self.invalid_arguments is not None else self.arguments_json()
 
 
 class ChatMessage(BaseModel):
@@ -89,6 +95,8 @@ class ModelProvider(abc.ABC):
 
     #: the spec string it was built from, e.g. ``scripted:honest`` or ``openai:gpt-4o``
     spec: str = ""
+    #: how the model is served, recorded on each model call (a local server's weights and chat template)
+    settings: dict[str, Any] = {}  # noqa: RUF012 - read-only default; providers assign their own dict
 
     @abc.abstractmethod
     def complete(self, request: ModelRequest) -> ModelResponse:

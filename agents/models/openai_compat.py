@@ -75,17 +75,21 @@ def request_to_params(request: ModelRequest, model: str) -> dict[str, Any]:
     return params
 
 
-def _decode_arguments(raw: str | None, name: str) -> dict[str, Any]:
+def _decode_arguments(raw: str | None) -> tuple[dict[str, Any], str | None]:
+    """(arguments, None), or ({}, raw text) when the model's arguments are not a JSON object.
+
+    A real model's malformed arguments are its mistake to correct, not a failed
+    run: the agent shows them back to the model as a tool error.
+    """
     if raw is None or not raw.strip():
-        return {}
+        return {}, None
     try:
         decoded = json.loads(raw)
     except ValueError:
-        raise ModelError(f"model returned malformed JSON arguments for tool {name!r}: {raw[:500]!r}",
-                         layer="model") from None
+        return {}, raw[:2000]
     if not isinstance(decoded, dict):
-        raise ModelError(f"model returned non-object arguments for tool {name!r}: {raw[:500]!r}", layer="model")
-    return decoded
+        return {}, raw[:2000]
+    return decoded, None
 
 
 def completion_to_response(completion: Any, request: ModelRequest, model: str) -> ModelResponse:
@@ -101,8 +105,8 @@ def completion_to_response(completion: Any, request: ModelRequest, model: str) -
         if getattr(call, "type", "function") != "function" or function is None:
             raise ModelError(f"model returned an unsupported tool call type {getattr(call, 'type', None)!r}",
                              layer="model")
-        tool_calls.append(ToolCall(id=call.id, name=function.name,
-                                   arguments=_decode_arguments(function.arguments, function.name)))
+        arguments, invalid = _decode_arguments(function.arguments)
+        tool_calls.append(ToolCall(id=call.id, name=function.name, arguments=arguments, invalid_arguments=invalid))
     content = message.content
     if content is None and getattr(message, "refusal", None):
         content = message.refusal

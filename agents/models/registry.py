@@ -1,4 +1,5 @@
-"""Model providers by prefix: ``scripted:<policy>``, ``openai:<model>``, ``anthropic:<model>``, ``replay:<file>``.
+"""Model providers by prefix: ``scripted:<policy>``, ``openai:<model>``, ``anthropic:<model>``, ``replay:<file>``,
+``local:<name>``.
 
 Adding a provider is one module that calls :func:`register_provider` with its
 prefix and a factory taking the part after the colon.
@@ -19,6 +20,7 @@ _KNOWN_MODULES = {
     "openai": "agents.models.openai_compat",
     "anthropic": "agents.models.anthropic_provider",
     "replay": "agents.models.replay",
+    "local": "agents.local.provider",
 }
 
 

@@ -2,7 +2,11 @@
 
 The loop knows nothing about Docker, bubblewrap or providers: tools run through
 the ``Sandbox`` interface and the model through ``ModelProvider``. It ends on
-``done``/``quit``, the step limit, or the wall-clock budget.
+``done``/``quit``, the step limit, the wall-clock budget, or ``repeated_call``
+when the model sends the same call ``max_repeated_calls`` times in a row (a
+stuck real model would otherwise burn the whole step budget). A model's
+mistakes — malformed arguments, an unknown tool, a missing argument, plain text
+instead of a call — go back to it as observations or a nudge, never a crash.
 """
 
 from __future__ import annotations
@@ -10,7 +14,7 @@ from __future__ import annotations
 import time
 
 from agents.base import Agent, AgentBudget, AgentOutcome, AgentTask, register_agent
-from agents.models.base import ChatMessage, ModelProvider, ModelRequest
+from agents.models.base import ChatMessage, ModelProvider, ModelRequest, ToolCall
 from agents.models.registry import make_provider
 from agents.react.tools import TOOL_SPECS, SandboxTools, sha256_hex
 from sandboxes.base import Sandbox
@@ -29,6 +33,21 @@ from scenarios.trajectory import (
 NUDGE = "Please continue by calling one of the tools. Call done when the report is written, or quit to stop."
 
 
+class RepeatStreak:
+    """Counts identical consecutive tool calls (same tool, same arguments); ``add`` says when the limit is hit."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.last: tuple[str, str] | None = None
+        self.count = 0
+
+    def add(self, call: ToolCall) -> bool:
+        key = (call.name, call.wire_arguments())
+        self.count = self.count + 1 if key == self.last else 1
+        self.last = key
+        return self.count >= self.limit
+
+
 class ReactAgent(Agent):
     name = "react"
 
@@ -44,6 +63,7 @@ class ReactAgent(Agent):
         outcome = AgentOutcome(exit_reason=ExitReason.step_limit)
         deadline = time.monotonic() + budget.wall_timeout_s
         sent = 0  # messages already recorded in an earlier model_call event
+        streak = RepeatStreak(budget.max_repeated_calls)
         for step in range(1, budget.max_steps + 1):
             if time.monotonic() > deadline:
                 outcome.exit_reason = ExitReason.timeout
@@ -66,6 +86,7 @@ class ReactAgent(Agent):
                         "tools": [spec.name for spec in TOOL_SPECS],
                         "temperature": budget.temperature,
                         "seed": task.seed,
+                        **({"served": self.model.settings} if self.model.settings else {}),
                     },
                     response=response.model_dump(exclude_defaults=True),
                     input_tokens=response.usage.input_tokens,
@@ -111,6 +132,12 @@ class ReactAgent(Agent):
                 if result.exit_reason is not None:
                     outcome.exit_reason = result.exit_reason
                     outcome.message = result.exit_message
+                    sink.emit(EventKind.exit, ExitPayload(reason=outcome.exit_reason, message=outcome.message), step=step)
+                    return outcome
+                if streak.add(call):
+                    outcome.exit_reason = ExitReason.repeated_call
+                    outcome.message = (f"the model sent the same call {streak.count} times in a row: "
+                                       f"{call.name} {call.wire_arguments()[:200]}")
                     sink.emit(EventKind.exit, ExitPayload(reason=outcome.exit_reason, message=outcome.message), step=step)
                     return outcome
         if outcome.exit_reason == ExitReason.step_limit:

@@ -95,6 +95,10 @@ class SandboxTools:
 
     def execute(self, call: ToolCall) -> ToolResult:
         handler = getattr(self, f"_tool_{call.name}", None)
+        if call.invalid_arguments is not None:
+            return ToolResult(output=f"error: the arguments of {call.name} are not a JSON object: "
+                                     f"{call.invalid_arguments[:300]!r}; send them as JSON matching the tool's "
+                                     "parameters", ok=False)
         if handler is None:
             known = ", ".join(spec.name for spec in TOOL_SPECS)
             return ToolResult(output=f"error: unknown tool {call.name!r}; tools: {known}", ok=False)

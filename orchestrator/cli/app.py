@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 from orchestrator.cli import gateway_cmd, runs_cmd, scenarios_cmd, service_cmd
-from orchestrator.cli import images_cmd, judge_cmd, judges_cmd, replay_cmd, review_cmd, sandbox_cmd
+from orchestrator.cli import images_cmd, judge_cmd, judges_cmd, models_cmd, replay_cmd, review_cmd, sandbox_cmd
 
 app = typer.Typer(
     name="integritylab",
@@ -21,6 +21,7 @@ app.add_typer(judge_cmd.app, name="judge")
 app.add_typer(judges_cmd.app, name="judges")
 app.add_typer(review_cmd.app, name="review")
 app.add_typer(replay_cmd.app, name="replay")
+app.add_typer(models_cmd.app, name="models")
 app.command()(runs_cmd.demo)
 app.command()(runs_cmd.run)
 app.command()(runs_cmd.report)

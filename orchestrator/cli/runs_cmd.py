@@ -10,12 +10,17 @@ from typing import Annotated
 import typer
 from pydantic import ValidationError
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+)
 from rich.table import Table
 
-from agents.base import AgentBudget
 from agents.models.base import ModelError
-from orchestrator.batches import AgentSpec, BatchSpec, Selection, plan_batch
+from orchestrator.batches import AgentSpec, BatchSpec, RunBudget, Selection, plan_batch
 from orchestrator.cli.selection_opts import (
     CategoryOpt,
     FamilyOpt,
@@ -187,12 +192,17 @@ def demo(
     backend: BackendOpt = None,
     workers: WorkersOpt = None,
     everything: Annotated[bool, typer.Option("--all", help="every dilemma scenario, not the six-scenario starter set")] = False,
+    model: Annotated[list[str] | None, typer.Option(
+        "--model", help="run these models instead of the four scripted policies, e.g. local:qwen2.5-coder-1.5b "
+                        "(repeatable)")] = None,
+    max_steps: Annotated[int, typer.Option(min=1, max=10_000, help="step limit per run")] = 100,
 ) -> None:
     """Run the starter scenarios x the four scripted policies x conditions none/completion, then print the table."""
     selection = Selection(family="dilemma") if everything else Selection(ids=DEMO_SCENARIOS)
     spec = BatchSpec(
         name="demo", selection=selection,
-        agents=[AgentSpec(agent="react", model=m) for m in DEMO_MODELS], conditions=DEMO_CONDITIONS,
+        agents=[AgentSpec(agent="react", model=m) for m in (model or DEMO_MODELS)], conditions=DEMO_CONDITIONS,
+        budget=RunBudget(max_steps=max_steps),
     )
     _execute(spec, backend, None, workers, as_json)
 
@@ -203,12 +213,16 @@ def run(
     category: CategoryOpt = None,
     role: RoleOpt = None,
     agent: Annotated[str, typer.Option(help="agent kind")] = "react",
-    model: Annotated[list[str] | None, typer.Option("--model", help="scripted:<policy> or openai:<model> (repeatable)")] = None,
+    model: Annotated[list[str] | None, typer.Option("--model", help="scripted:<policy>, openai:<model>, local:<name>, replay:<file> (repeatable)")] = None,
     condition: Annotated[list[str] | None, typer.Option("--condition", help="pressure condition (repeatable)")] = None,
     epochs: Annotated[int, typer.Option(min=1, max=1000)] = 1,
     seed: int = 0,
     max_steps: Annotated[int, typer.Option(min=1, max=10_000)] = 100,
     command_timeout: Annotated[float, typer.Option(min=1, max=3600, help="seconds per tool command")] = 60.0,
+    max_repeated_calls: Annotated[int, typer.Option(
+        min=2, max=1000, help="identical tool calls in a row that end a run as repeated_call")] = 5,
+    max_tokens: Annotated[int | None, typer.Option(
+        min=1, help="input + output tokens per run; past it the run ends as step_limit")] = None,
     name: str = "",
     pack: PackOpt = None,
     backend: BackendOpt = None,
@@ -227,7 +241,8 @@ def run(
             name=name, selection=selection,
             agents=[AgentSpec(agent=agent, model=m) for m in (model or ["scripted:honest"])],
             conditions=condition or ["none"], epochs=epochs, seed=seed,
-            budget=AgentBudget(max_steps=max_steps, command_timeout_s=command_timeout),
+            budget=RunBudget(max_steps=max_steps, command_timeout_s=command_timeout,
+                             max_repeated_calls=max_repeated_calls, max_tokens=max_tokens),
         )
     except ValidationError as exc:
         err.print(f"[red]error:[/red] {exc}")
