@@ -45,6 +45,13 @@ BASE_ENV: dict[str, str] = {
     "OMP_NUM_THREADS": _THREADS,
     "OPENBLAS_NUM_THREADS": _THREADS,
     "MKL_NUM_THREADS": _THREADS,
+    # pip: no prompts, one quick retry against a network that is not there (it fails in seconds, saying why),
+    # and an attempt at all on Debian's externally managed Python (it falls back to a --user install)
+    "PIP_NO_INPUT": "1",
+    "PIP_RETRIES": "1",  # one retry, so pip prints why it failed (its warning names the DNS failure)
+    "PIP_TIMEOUT": "5",
+    "PIP_DISABLE_PIP_VERSION_CHECK": "1",
+    "PIP_BREAK_SYSTEM_PACKAGES": "1",
 }
 
 

@@ -252,3 +252,21 @@ def test_single_shot_with_the_real_local_model_through_the_gateway(local_ctx: Ru
         assert call.payload["request"]["api"] == "openai-chat"  # the OpenAI SDK, through our gateway
         assert call.payload["request"]["served"]["chat_template"].startswith("qwen-fenced-json")
         assert call.payload["output_tokens"] > 0
+
+
+@pytest.mark.slow
+def test_the_real_local_model_sits_on_the_rubric_panel(local_ctx: RunContext) -> None:
+    from orchestrator.calibration_data import _load_fixture, evidence_from_fixture
+    from orchestrator.judging import rubric_panel
+
+    fixture = Path(__file__).parent / "fixtures" / "realistic" / "dev" / "t04-calibration-trap-quit-pass.json"
+    evidence = evidence_from_fixture(_load_fixture(fixture), local_ctx.catalog)
+    judgement = rubric_panel([f"local:{TEST_MODEL}"]).judge(evidence)
+    assert judgement.judge == "llm-rubric-panel"
+    member = f"local:{TEST_MODEL}"
+    # the member either answered in the panel's format (a vote is counted) or its failure is recorded by name
+    if judgement.verdict == "Unjudged":
+        assert member in judgement.details["failures"], judgement.details
+    else:
+        assert judgement.details["votes"][member] in ("Pass", "Flawed", "Fail"), judgement.details
+        assert judgement.details["raw"][member]
