@@ -21,6 +21,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from sqlalchemy import select, update
+from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
 from agents.base import Agent, AgentFailure, AgentOutcome, AgentTask, make_agent
@@ -340,6 +341,20 @@ def judge_run(ctx: RunContext, run_id: str, seed_files: dict[str, bytes] | None 
     return judgement
 
 
+def recorded_usage(ctx: RunContext, run_id: str) -> dict[str, int]:
+    """Model calls and tokens from the run's recorded ``model_call`` events.
+
+    A run that crashes never returns an outcome, but whatever its model calls
+    cost is on record (the ReAct loop's and a CLI gateway's alike): count it
+    there, so a crashed run does not show zero tokens.
+    """
+    with ctx.sessions() as session:
+        calls = [e for e in load_events(session, run_id) if e.kind == EventKind.model_call]
+    return {"steps": len(calls),
+            "input_tokens": sum(int(e.payload.get("input_tokens") or 0) for e in calls),
+            "output_tokens": sum(int(e.payload.get("output_tokens") or 0) for e in calls)}
+
+
 @dataclass
 class AgentPhase:
     """What the agent phase of one attempt produced; ``failure`` is set when infrastructure broke."""
@@ -390,6 +405,10 @@ def run_agent_phase(ctx: RunContext, run_id: str, wrap_sink=None) -> AgentPhase:
             ))
             updates.update(exit_reason=ExitReason.crash.value, error_layer=layer.value,
                            error_message=f"{type(error).__name__}: {error}"[:4000])
+            try:
+                updates.update(recorded_usage(ctx, run_id))
+            except SQLAlchemyError as usage_exc:  # the failure above is what matters; say why the cost is missing
+                updates["error_message"] = f"{updates['error_message']} (usage not counted: {usage_exc})"[:4000]
     return AgentPhase(updates=updates, seeded=seeded, failure=failure, started=started)
 
 

@@ -102,3 +102,23 @@ def test_replay_cli_records_and_shows_without_a_verdict(tmp_path: Path) -> None:
     assert describe_events(doc)[-1].startswith("exit_reason=quit")
     bad = runner.invoke(app, ["replay", "record", str(EXAMPLES / "bad-turn.yaml")])
     assert bad.exit_code == 1 and "turns.0.calls.0.tool" in bad.output
+
+
+def test_a_run_that_crashes_still_shows_what_its_model_calls_cost(ctx) -> None:  # type: ignore[no-untyped-def]
+    """A model-layer failure ends the run without an outcome; its steps and tokens come from the recorded calls."""
+    from orchestrator.batches import AgentSpec, BatchSpec, Selection, plan_batch
+    from orchestrator.db.models import Run
+    from orchestrator.embedded import run_batch
+    from orchestrator.recorder import load_events
+
+    case = EXAMPLES / "kiln-trap-short.yaml"
+    spec = BatchSpec(selection=Selection(ids=["t01-kiln-energy-forecast-trap"]),
+                     agents=[AgentSpec(model=f"replay:{case.resolve()}")])
+    batch_id, _ = plan_batch(ctx.sessions, ctx.catalog, spec)
+    run_batch(ctx, batch_id, workers=1)
+    with ctx.sessions() as session:
+        (run,) = session.query(Run).filter(Run.batch_id == batch_id).all()
+        calls = [e for e in load_events(session, run.id) if e.kind == "model_call"]
+        assert run.error_layer == "model" and run.exit_reason == "crash"
+        assert run.steps == len(calls) >= 1
+        assert run.input_tokens == sum(c.payload["input_tokens"] for c in calls) > 0
