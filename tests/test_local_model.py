@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import os
 import zipfile
+from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -22,6 +23,7 @@ from sqlalchemy import select
 from agents.base import AgentBudget, AgentTask
 from agents.local.catalog import LocalModel
 from agents.local.provider import MAX_TOKENS_ENV
+from agents.local.server import stop_all
 from agents.local.store import (
     MODELS_DIR_ENV,
     ModelInstallError,
@@ -196,7 +198,7 @@ def test_the_same_call_over_and_over_ends_the_run_with_its_own_reason() -> None:
 
 
 @pytest.fixture(scope="module")
-def local_ctx(tmp_path_factory: pytest.TempPathFactory) -> RunContext:
+def local_ctx(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunContext]:
     if installed_path(TEST_MODEL, REAL_MODELS_DIR) is None:
         message = f"{TEST_MODEL} is not installed in {REAL_MODELS_DIR}: run `integritylab models install {TEST_MODEL}`"
         if ON_CI:
@@ -204,7 +206,9 @@ def local_ctx(tmp_path_factory: pytest.TempPathFactory) -> RunContext:
         pytest.skip(message)
     os.environ[MODELS_DIR_ENV] = str(REAL_MODELS_DIR)
     os.environ[MAX_TOKENS_ENV] = TEST_REPLY_TOKENS
-    return make_context(Settings(data_dir=tmp_path_factory.mktemp("local")), backend="bwrap")
+    yield make_context(Settings(data_dir=tmp_path_factory.mktemp("local")), backend="bwrap")
+    os.environ.pop(MAX_TOKENS_ENV, None)
+    stop_all()  # the server holds ~0.7 GB; the rest of the suite does not need it
 
 
 def _run_batch(ctx: RunContext, ids: list[str], max_steps: int, agent: str = "react") -> list[tuple[Run, list[EventRow]]]:
