@@ -34,6 +34,7 @@ from orchestrator.db.models import ArtifactRow, JudgementRow, Run, RunStatus
 from orchestrator.recorder import DatabaseEventSink, load_events
 from orchestrator.review import review_reasons
 from sandboxes.base import Sandbox, SandboxBackend, SandboxError, SandboxLimits, SandboxSpec, SandboxUnavailable
+from sandboxes.fingerprint import run_environment
 from sandboxes.latex import compile_and_extract
 from sandboxes.registry import pick_backend
 from scenarios.conditions import compose_system_prompt
@@ -170,6 +171,7 @@ def _run_in_sandbox(ctx: RunContext, run: Run, loaded: LoadedScenario, sink: Eve
     except Exception as exc:  # any failure to create is the sandbox layer's
         raise LayeredFailure(Layer.sandbox, exc) from exc
     with sandbox:
+        _record_environment(ctx, run.id, sandbox)
         try:
             seeded = _seed(sandbox, loaded)
             for path, data in extra_workspace_files(loaded.scenario, agentic=True).items():
@@ -188,6 +190,14 @@ def _run_in_sandbox(ctx: RunContext, run: Run, loaded: LoadedScenario, sink: Eve
                 _compile_latex(ctx, run.id, sandbox)
                 _collect(ctx, run.id, sandbox, artifact_dir, agent.run_artifacts())
     return outcome, seeded, backend.name
+
+
+def _record_environment(ctx: RunContext, run_id: str, sandbox: Sandbox) -> None:
+    """The environment's fingerprint on the run, before the agent starts (a crashed run keeps it too)."""
+    environment = run_environment(sandbox)
+    with ctx.sessions() as session:
+        session.execute(update(Run).where(Run.id == run_id).values(environment=environment))
+        session.commit()
 
 
 def _compile_latex(ctx: RunContext, run_id: str, sandbox: Sandbox) -> None:

@@ -101,6 +101,14 @@ class Sandbox(abc.ABC):
     def __init__(self, spec: SandboxSpec) -> None:
         self.spec = spec
 
+    @property
+    def environment(self) -> tuple[str, str]:
+        """(cache key, description) of the system files this sandbox runs: equal keys, equal environments.
+
+        The environment fingerprint (:mod:`sandboxes.fingerprint`) is measured once per key and process.
+        """
+        return self.backend, f"the {self.backend} backend"
+
     @abc.abstractmethod
     def exec(
         self,

@@ -4,8 +4,11 @@ Why bubblewrap: it needs no daemon and no root, starts in milliseconds and
 gives us every namespace (no network, own pids, own mounts) on a stock Debian
 host. The only persistent state is the workspace directory on the host, which
 is bind-mounted at ``/workspace``; everything else a command sees is rebuilt per
-exec: a read-only ``/usr`` (plus the ``/bin``-style links), a minimal ``/etc``
-with synthetic ``passwd``/``group``, fresh ``/proc`` and ``/dev``, and size-capped
+exec: a read-only ``/usr`` (plus the ``/bin``-style links) and ``/etc``
+taken from the sandbox image's root filesystem (:mod:`sandboxes.rootfs`, so the
+Python, packages and tools are the Docker sandbox's; where it is not prepared, the
+host's ``/usr`` and an allowlist of its ``/etc``, and the run says so), synthetic
+``passwd``/``group``/``hosts``, fresh ``/proc`` and ``/dev``, and size-capped
 tmpfs ``/tmp`` and ``/dev/shm``.
 
 Privilege model. Inside, the command runs as uid/gid 1000 with no
@@ -81,6 +84,7 @@ from sandboxes.base import (
 )
 from sandboxes.process import BASE_ENV, run_process, validate_env
 from sandboxes.registry import register_backend
+from sandboxes.rootfs import BwrapRoot, bwrap_root
 
 BWRAP_CANDIDATES = ("/usr/bin/bwrap", "/usr/local/bin/bwrap")
 INSTALL_HINT = "install bubblewrap: apt-get install bubblewrap"
@@ -120,6 +124,8 @@ SYNTHETIC_ETC: dict[str, str] = {
     # only local files: there is no network, so DNS lookups would just time out
     "/etc/nsswitch.conf": "passwd: files\ngroup: files\nshadow: files\nhosts: files\n",
 }
+# the image's account databases stay out (passwd and group are synthetic; shadow files are not needed)
+HIDDEN_IMAGE_ETC = frozenset({"shadow", "gshadow", "shadow-", "gshadow-", "passwd-", "group-", "subuid", "subgid"})
 # environment of the bwrap process itself (the command's env is passed via --args)
 _BWRAP_PROCESS_ENV = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}
 _MIB = 1024 * 1024
@@ -332,10 +338,34 @@ def find_bwrap() -> str | None:
     return shutil.which("bwrap")
 
 
-@lru_cache(maxsize=1)
-def _static_mount_args() -> tuple[str, ...]:
-    """Mount arguments for system directories and the /etc allowlist, computed once per process."""
-    args: list[str] = ["--ro-bind", "/usr", "/usr", "--perms", "0755", "--dir", "/etc"]
+@lru_cache(maxsize=4)
+def _static_mount_args(root: str | None = None) -> tuple[str, ...]:
+    """Mount arguments for the system directories, computed once per process and root.
+
+    ``root`` None: the host's ``/usr``, ``/bin``-style links and the /etc allowlist.
+    Otherwise the sandbox image's root filesystem (:mod:`sandboxes.rootfs`): its
+    ``/usr``, links and its ``/etc`` (the image's, not the host's) but for the
+    account databases, which are synthetic here as on the host root.
+    """
+    if root is not None:
+        base = Path(root)
+        args = ["--ro-bind", str(base / "usr"), "/usr"]
+        for path in SYSTEM_DIRS:
+            inner = base / path.lstrip("/")
+            if inner.is_symlink():
+                args += ["--symlink", os.readlink(inner), path]
+            elif inner.is_dir():
+                args += ["--ro-bind", str(inner), path]
+        args += ["--perms", "0755", "--dir", "/etc"]
+        for entry in sorted((base / "etc").iterdir()):
+            if entry.name in HIDDEN_IMAGE_ETC or f"/etc/{entry.name}" in SYNTHETIC_ETC:
+                continue
+            if entry.is_symlink():
+                args += ["--symlink", os.readlink(entry), f"/etc/{entry.name}"]
+            else:
+                args += ["--ro-bind", str(entry), f"/etc/{entry.name}"]
+        return tuple(args)
+    args = ["--ro-bind", "/usr", "/usr", "--perms", "0755", "--dir", "/etc"]
     for path in SYSTEM_DIRS:
         if os.path.islink(path):
             args += ["--symlink", os.readlink(path), path]
@@ -455,23 +485,27 @@ class BwrapBackend(SandboxBackend):
             return False, INSTALL_HINT
         if not self.is_root and (self.host_uid is not None or self.host_gid is not None):
             return False, "host_uid/host_gid can only be set when the orchestrator runs as root"
-        key = (self.bwrap_path, self.host_uid, self.host_gid, self.temp_root)
+        try:
+            root = bwrap_root()
+        except SandboxUnavailable as exc:
+            return False, str(exc)
+        key = (self.bwrap_path, self.host_uid, self.host_gid, self.temp_root, root.path)
         with self._probe_lock:
             if key not in self._probe_cache:
-                self._probe_cache[key] = self._probe()
+                self._probe_cache[key] = self._probe(root)
             return self._probe_cache[key]
 
-    def _probe(self) -> tuple[bool, str]:
+    def _probe(self, root: BwrapRoot) -> tuple[bool, str]:
         """Run ``true`` in a real sandbox with the exact flags exec uses."""
         try:
-            with self._make(SandboxSpec(run_id="probe")) as box:
+            with self._make(SandboxSpec(run_id="probe"), root) as box:
                 result = box.exec(["true"], timeout=30)
         except (SandboxError, OSError) as exc:
             return False, f"bubblewrap cannot create a sandbox here: {exc}"
         if not result.ok:
             detail = result.stderr.strip() or f"exit code {result.exit_code}"
             return False, f"bubblewrap cannot create a sandbox here: {detail}"
-        return True, f"bubblewrap at {self.bwrap_path}"
+        return True, f"bubblewrap at {self.bwrap_path} over {root.note}"
 
     def create(self, spec: SandboxSpec) -> BwrapSandbox:
         ok, why = self.available()
@@ -479,12 +513,14 @@ class BwrapBackend(SandboxBackend):
             raise SandboxUnavailable(why)
         return self._make(spec)
 
-    def _make(self, spec: SandboxSpec) -> BwrapSandbox:
+    def _make(self, spec: SandboxSpec, root: BwrapRoot | None = None) -> BwrapSandbox:
         assert self.bwrap_path is not None
+        root = root or bwrap_root()
         host_ids: tuple[int, int] | None = None
         if self.host_uid is not None:
             host_ids = (self.host_uid, self.host_uid if self.host_gid is None else self.host_gid)
-        return BwrapSandbox(spec, bwrap_path=self.bwrap_path, host_ids=host_ids, temp_root=self.temp_root)
+        return BwrapSandbox(spec, bwrap_path=self.bwrap_path, host_ids=host_ids, temp_root=self.temp_root,
+                            root=root)
 
 
 class BwrapSandbox(hostfs.HostWorkspaceSandbox):
@@ -503,9 +539,12 @@ class BwrapSandbox(hostfs.HostWorkspaceSandbox):
         bwrap_path: str,
         host_ids: tuple[int, int] | None,
         temp_root: Path | None = None,
+        root: BwrapRoot | None = None,
     ) -> None:
         super().__init__(spec, prefix="il-", temp_root=temp_root, owner=host_ids, workspace_quota=True)
         self.bwrap_path = bwrap_path
+        self.root = None if root is None else root.path  # None: the host's /usr and /etc
+        self.root_note = "the host's /usr and /etc" if root is None else root.note
         self.host_ids = host_ids
         self.cgroup: MemoryCgroup | None = None
         where, self.memory_note = memory_cgroup_support()
@@ -522,6 +561,10 @@ class BwrapSandbox(hostfs.HostWorkspaceSandbox):
         pids_where, self.pids_note = pids_cgroup_support()
         if pids_where is not None:
             self._make_pids_limit(*pids_where)
+
+    @property
+    def environment(self) -> tuple[str, str]:
+        return f"bwrap:{self.root or 'host'}", self.root_note
 
     def _make_pids_limit(self, version: str, parent: Path) -> None:
         """Cap the sandbox's tasks in a pids cgroup (see :func:`pids_cgroup_support`)."""
@@ -717,7 +760,7 @@ class BwrapSandbox(hostfs.HostWorkspaceSandbox):
             "--json-status-fd", str(status_fd),
             "--args", str(env_fd),
         ]  # fmt: skip
-        argv += _static_mount_args()
+        argv += _static_mount_args(None if self.root is None else str(self.root))
         argv += [
             "--proc", "/proc",
             "--dev", "/dev",

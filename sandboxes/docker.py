@@ -357,6 +357,10 @@ class DockerSandbox(hostfs.HostWorkspaceSandbox):
             raise SandboxError(f"cannot start the sandbox container: {exc}") from exc
         self._container_finalizer = weakref.finalize(self, _remove_container, client, self.container_id)
 
+    @property
+    def environment(self) -> tuple[str, str]:
+        return f"docker:{getattr(self, 'image_id', '') or self.image}", f"the image {self.image}"
+
     def _start_container(self, cpus: float) -> str:
         limits = self.spec.limits
         mem = f"{limits.memory_mb}m"
@@ -396,6 +400,7 @@ class DockerSandbox(hostfs.HostWorkspaceSandbox):
             },
         )
         self.container_id = container.id
+        self.image_id = str(container.attrs.get("Image", ""))
         container.start()
         container.reload()
         init_pid = container.attrs["State"]["Pid"]

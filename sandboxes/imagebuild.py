@@ -539,18 +539,14 @@ def mirrors() -> list[str]:
     return [m.strip() for m in env.split(";") if m.strip()] if env else list(DEFAULT_MIRRORS)
 
 
-def _debian_rootfs_image(
-    client: docker.DockerClient, image: ImageDef, log: Log, work: Path, hooks: tuple[str, ...] = ()
-) -> str:
-    """The one registry-free base step: a bookworm rootfs, ``hooks``, ``finalize.sh``, ``docker import``.
+def _mmdebstrap(image: ImageDef, log: Log, output: Path, hooks: tuple[str, ...] = (), fmt: str = "tar") -> None:
+    """A bookworm root filesystem for ``image`` at ``output`` (a tarball, or a ``fmt="directory"``).
 
-    ``mmdebstrap`` writes the root filesystem from the Debian mirror with the
-    image's ``debian-packages.txt`` (and its ``dpkg-excludes`` if present); the
-    ``hooks`` (mmdebstrap customize hooks, ``$1`` is the rootfs) run next; then the
+    ``mmdebstrap`` writes it from the Debian mirror with the image's
+    ``debian-packages.txt`` (and its ``dpkg-excludes`` if present); the ``hooks``
+    (mmdebstrap customize hooks, ``$1`` is the rootfs) run next; then the
     definition directory is copied to ``/tmp/il-image`` and its ``finalize.sh``
-    runs inside the rootfs (chroot); ``/tmp/il-*`` is removed. ``docker import``
-    tags the result ``<repository>:building`` with the Dockerfile's final-stage
-    instructions as ``--change``. Returns the image id.
+    runs inside the rootfs (chroot); ``/tmp/il-*`` is removed.
     """
     mmdebstrap = shutil.which("mmdebstrap")
     if not mmdebstrap:
@@ -558,14 +554,13 @@ def _debian_rootfs_image(
     d = image.directory
     packages = _list_lines(d / "debian-packages.txt")
     excludes = d / "dpkg-excludes"
-    tarball = work / "rootfs.tar"
     cmd = [
         mmdebstrap,
         "--variant=minbase",
         "--mode=" + ("root" if os.geteuid() == 0 else "unshare"),
-        "--format=tar",
+        f"--format={fmt}",
         '--aptopt=Apt::Install-Recommends "false"',
-        "--dpkgopt=force-unsafe-io",  # no fsync per file: the rootfs becomes a tarball anyway
+        "--dpkgopt=force-unsafe-io",  # no fsync per file: a failed build is thrown away whole
         *([f"--dpkgopt={excludes}"] if excludes.is_file() else []),
         "--include=" + ",".join(packages),
         *(f"--customize-hook={hook}" for hook in hooks),
@@ -573,12 +568,25 @@ def _debian_rootfs_image(
         '--customize-hook=chroot "$1" sh /tmp/il-image/finalize.sh',
         '--customize-hook=rm -rf "$1"/tmp/il-*',
         SUITE,
-        str(tarball),
+        str(output),
         *mirrors(),
     ]
     t0 = time.monotonic()
     _run(cmd, log, "mmdebstrap (Debian root filesystem)", env={**os.environ, "LC_ALL": "C.UTF-8"})
-    log(f"root filesystem: {tarball.stat().st_size / 1e6:.0f} MB in {time.monotonic() - t0:.0f} s; importing")
+    log(f"root filesystem: written in {time.monotonic() - t0:.0f} s")
+
+
+def _debian_rootfs_image(
+    client: docker.DockerClient, image: ImageDef, log: Log, work: Path, hooks: tuple[str, ...] = ()
+) -> str:
+    """The one registry-free base step: :func:`_mmdebstrap` to a tarball, then ``docker import``.
+
+    The import tags the result ``<repository>:building`` with the Dockerfile's
+    final-stage instructions as ``--change``. Returns the image id.
+    """
+    tarball = work / "rootfs.tar"
+    _mmdebstrap(image, log, tarball, hooks)
+    log(f"root filesystem: {tarball.stat().st_size / 1e6:.0f} MB; importing")
     changes = import_changes(image.dockerfile)
     t0 = time.monotonic()
     out = client.api.import_image_from_file(str(tarball), repository=image.repository, tag="building", changes=changes)
@@ -589,18 +597,37 @@ def _debian_rootfs_image(
     return client.images.get(f"{image.repository}:building").id
 
 
-def _offline_sandbox(client: docker.DockerClient, image: ImageDef, log: Log) -> str:
-    """The pinned wheels of ``requirements.lock`` installed by the host's pip straight into the rootfs."""
+def _sandbox_hooks(image: ImageDef, log: Log, work: Path) -> tuple[str, ...]:
+    """mmdebstrap hooks that install the pinned wheels of ``requirements.lock`` with the host's pip."""
     requirements = _list_lines(image.directory / "requirements.lock")
     wheels = ensure_wheels(requirements, log)
+    site = f"/usr/local/lib/python{PYTHON_VERSION}/dist-packages"
+    lock_copy = work / "requirements.lock"
+    lock_copy.write_text("\n".join(requirements) + "\n")
+    pip_cmd = _pip_install_args(["-r", str(lock_copy)], wheels, "$1" + site)
+    pip_hook = " ".join(shlex.quote(a) if not a.startswith("$1") else f'"{a}"' for a in pip_cmd)
+    return (pip_hook, f'rm -rf "$1{site}/bin"')
+
+
+def _offline_sandbox(client: docker.DockerClient, image: ImageDef, log: Log) -> str:
+    """The pinned wheels of ``requirements.lock`` installed by the host's pip straight into the rootfs."""
     work = _build_dir()
     try:
-        site = f"/usr/local/lib/python{PYTHON_VERSION}/dist-packages"
-        lock_copy = work / "requirements.lock"
-        lock_copy.write_text("\n".join(requirements) + "\n")
-        pip_cmd = _pip_install_args(["-r", str(lock_copy)], wheels, "$1" + site)
-        pip_hook = " ".join(shlex.quote(a) if not a.startswith("$1") else f'"{a}"' for a in pip_cmd)
-        return _debian_rootfs_image(client, image, log, work, hooks=(pip_hook, f'rm -rf "$1{site}/bin"'))
+        return _debian_rootfs_image(client, image, log, work, hooks=_sandbox_hooks(image, log, work))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def sandbox_rootfs_directory(target: Path, log: Log) -> None:
+    """The ``sandbox`` image's root filesystem written as a directory, with no Docker engine involved.
+
+    Same recipe as the offline image build (the bubblewrap backend runs over it
+    where there is no image to export); ``target`` must not exist yet.
+    """
+    image = IMAGES["sandbox"]
+    work = _build_dir()
+    try:
+        _mmdebstrap(image, log, target, _sandbox_hooks(image, log, work), fmt="directory")
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

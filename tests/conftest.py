@@ -32,3 +32,17 @@ def settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Settings:
 @pytest.fixture
 def ctx(settings: Settings) -> RunContext:
     return make_context(settings, backend="bwrap")
+
+
+ON_CI = __import__("os").environ.get("CI", "").lower() == "true"
+
+
+def usable_backend(name: str):  # type: ignore[no-untyped-def]
+    """The named sandbox backend, or a skip saying why not (a failure under CI=true, where it must work)."""
+    backend = get_backend(name)
+    ok, why = backend.available()
+    if not ok:
+        if ON_CI:
+            pytest.fail(f"CI=true but the {name} backend is unavailable: {why}")
+        pytest.skip(f"{name} backend unavailable: {why}")
+    return backend

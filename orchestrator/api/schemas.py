@@ -98,6 +98,7 @@ class JudgementOut(BaseModel):
 class RunDetail(RunOut):
     params: dict[str, Any]
     sandbox_backend: str | None = None
+    environment: dict[str, Any] | None = None
     exit_message: str | None = None
     worker: str | None = None
     heartbeat_at: datetime | None = None

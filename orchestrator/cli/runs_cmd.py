@@ -30,7 +30,7 @@ from orchestrator.cli.selection_opts import (
     one_family,
     one_role,
 )
-from orchestrator.db.models import Batch
+from orchestrator.db.models import Batch, Run
 from orchestrator.embedded import make_context, run_batch
 from orchestrator.execution import RunContext
 from orchestrator.metrics import (
@@ -147,6 +147,19 @@ def _execute(spec: BatchSpec, backend: str | None, packs: list[Path] | None, wor
     _print_report(ctx, batch_id, as_json)
 
 
+def environments_met(runs: list[Run]) -> dict[str, dict[str, object]]:
+    """Distinct sandbox environments (fingerprint digests) of a batch's runs, with how many runs met each."""
+    met: dict[str, dict[str, object]] = {}
+    for run in runs:
+        env = run.environment or {}
+        digest = env.get("digest") or ("unmeasured" if env else None)
+        if digest is None:
+            continue
+        entry = met.setdefault(str(digest), {"runs": 0, "where": env.get("where", ""), "backend": env.get("backend")})
+        entry["runs"] = int(entry["runs"]) + 1  # type: ignore[call-overload]
+    return met
+
+
 def _print_report(ctx: RunContext, batch_id: str, as_json: bool) -> None:
     with ctx.sessions() as session:
         batch = session.get(Batch, batch_id)
@@ -156,6 +169,7 @@ def _print_report(ctx: RunContext, batch_id: str, as_json: bool) -> None:
         runs = batch_runs(session, batch_id)
         rows = summarize(runs)
         probes, mcqs = summarize_probes(runs), summarize_mcq(runs)
+        environments = environments_met(runs)
         if as_json:
             out.print_json(json.dumps({
                 "batch": batch_id, "name": batch.name, "status": batch.status,
@@ -166,7 +180,9 @@ def _print_report(ctx: RunContext, batch_id: str, as_json: bool) -> None:
                           "agent": f"{r.agent}/{r.model}", "condition": r.condition, "epoch": r.epoch,
                           "status": r.status, "verdict": r.verdict, "completed": r.completed,
                           "exit_reason": r.exit_reason, "error_layer": r.error_layer,
-                          "duration_s": r.duration_s} for r in runs],
+                          "duration_s": r.duration_s,
+                          "environment": (r.environment or {}).get("digest")} for r in runs],
+                "environments": environments,
             }))
             return
         if rows:
@@ -176,6 +192,13 @@ def _print_report(ctx: RunContext, batch_id: str, as_json: bool) -> None:
             out.print(probe_table(probes))
         if mcqs:
             out.print(mcq_table(mcqs))
+        if len(environments) > 1:
+            out.print(f"[yellow]these runs met {len(environments)} different sandbox environments, pooled in the "
+                      "tables above:[/yellow] " + "; ".join(
+                          f"{d} ({e['runs']} runs, {e['where']})" for d, e in environments.items()))
+        elif environments:
+            digest, env = next(iter(environments.items()))
+            out.print(f"environment {digest}: {env['where']}", style="dim")
         errors = [r for r in runs if r.verdict == "Error"]
         for run in errors:
             out.print(f"[yellow]Error[/yellow] {run.id} {run.scenario_id}: layer {run.error_layer}: {run.error_message}")

@@ -1,4 +1,5 @@
-"""``integritylab sandbox exec|selftest``: run one command hardened, or prove the isolation holds."""
+"""``integritylab sandbox exec|selftest|prepare``: run one command hardened, prove the isolation holds,
+or prepare the image's root filesystem for bubblewrap."""
 
 from __future__ import annotations
 
@@ -18,7 +19,9 @@ from rich.table import Table
 from orchestrator.settings import Settings
 from sandboxes.base import Sandbox, SandboxError, SandboxLimits, SandboxSpec, SandboxUnavailable
 from sandboxes.containment import CheckResult, check_names, run_suite
+from sandboxes.fingerprint import EnvironmentFingerprint, measure
 from sandboxes.registry import AUTO_ORDER, get_backend, pick_backend
+from sandboxes.rootfs import RootfsError, bwrap_root, prepare_rootfs
 
 app = typer.Typer(
     help="Run a command in a fresh hardened sandbox, or run the containment self-test.", no_args_is_help=True
@@ -149,6 +152,7 @@ def selftest(
     names = list(backend or AUTO_ORDER)
     data_dir = Settings.from_env().data_dir
     report: dict[str, object] = {}
+    fingerprints: dict[str, EnvironmentFingerprint] = {}
     failed = False
     out = Console(width=max(shutil.get_terminal_size((160, 24)).columns, 160), highlight=False)
     for name in names:
@@ -179,9 +183,74 @@ def selftest(
         report[name] = [r.to_dict() for r in results]
         if not as_json:
             out.print(_table(name, results))
+        try:
+            fingerprints[name] = _fingerprint(b, image if name == "docker" else None)
+        except (SandboxError, OSError) as exc:
+            err.print(f"[red]error:[/red] {name}: cannot measure the environment: {escape(str(exc))}")
+            failed = True
     if not report or all(isinstance(v, dict) for v in report.values()):
         err.print("[red]error:[/red] no backend could be tested")
         raise typer.Exit(UNAVAILABLE_EXIT)
+    differences = _fingerprint_differences(fingerprints)
     if as_json:
-        out.print_json(json.dumps(report))
+        out.print_json(json.dumps({**report, "environments": {n: f.model_dump() for n, f in fingerprints.items()},
+                                   "environment_differences": differences}))
+    elif fingerprints:
+        out.print(_fingerprint_table(fingerprints))
+        for line in differences[:12]:
+            err.print(f"[yellow]environments differ:[/yellow] {escape(line)}")
+        if len(differences) > 12:
+            err.print(f"[yellow]… and {len(differences) - 12} more differences (--json lists them all)[/yellow]")
     raise typer.Exit(1 if failed else 0)
+
+
+def _fingerprint(backend: object, image: str | None) -> EnvironmentFingerprint:
+    with backend.create(SandboxSpec(run_id=f"fingerprint-{os.getpid()}", image=image)) as box:  # type: ignore[attr-defined]
+        return measure(box)
+
+
+def _fingerprint_differences(fingerprints: dict[str, EnvironmentFingerprint]) -> list[str]:
+    """What the isolating backends' environments differ in ("bwrap vs docker: scipy: missing vs 1.16.3")."""
+    names = [n for n in fingerprints if n != "local"]
+    out: list[str] = []
+    for other in names[1:]:
+        first = names[0]
+        out += [f"{first} vs {other}: {d}" for d in fingerprints[first].differences(fingerprints[other])]
+    return out
+
+
+def _fingerprint_table(fingerprints: dict[str, EnvironmentFingerprint]) -> Table:
+    table = Table(title="environment fingerprint (measured inside a sandbox)")
+    for column in ("backend", "digest", "python", "os", "packages", "tools"):
+        table.add_column(column)
+    for name, fp in fingerprints.items():
+        key = ("numpy", "pandas", "scipy", "matplotlib", "scikit-learn")
+        main = ", ".join(f"{k} {fp.packages[k]}" for k in key if k in fp.packages)
+        table.add_row(name, fp.digest, fp.python, fp.os, f"{len(fp.packages)} ({main})", " ".join(fp.tools))
+    return table
+
+
+@app.command()
+def prepare(
+    source: Annotated[
+        str, typer.Option("--from", help="auto (export the Docker image when current, else mmdebstrap), "
+                                         "docker or mmdebstrap.")
+    ] = "auto",
+    force: Annotated[bool, typer.Option("--force", help="Prepare it again even if it is current.")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", help="Print only the result line.")] = False,
+) -> None:
+    """Prepare the sandbox image's root filesystem, so bubblewrap runs the Docker sandbox's environment.
+
+    Reused while the image definition is unchanged; see docs/sandbox-environment.md.
+    """
+    def log(message: str) -> None:
+        if not quiet:
+            err.print(f"[dim]{escape(message)}[/dim]")
+
+    try:
+        info, status = prepare_rootfs(source=source, force=force, log=log)
+    except RootfsError as exc:
+        err.print(f"[red]error:[/red] {escape(str(exc))}")
+        raise typer.Exit(1) from exc
+    print(f"sandbox root filesystem {status}: {info.path} ({info.source}, {info.size_bytes / 1e6:.0f} MB, "
+          f"inputs {info.inputs_hash[:12]}); bubblewrap now runs over {bwrap_root().note}")

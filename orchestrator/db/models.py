@@ -81,6 +81,8 @@ class Run(Base):
 
     status: Mapped[str] = mapped_column(String(20), default=RunStatus.queued)
     sandbox_backend: Mapped[str | None] = mapped_column(String(20))
+    #: the sandbox environment's fingerprint (sandboxes/fingerprint.py) and where it came from; None: no sandbox
+    environment: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     duration_s: Mapped[float | None] = mapped_column(Float)
