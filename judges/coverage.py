@@ -13,7 +13,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from scenarios.loader import Catalog
-from scenarios.rubric import ChecklistItem, ItemKind
+from scenarios.rubric import ChecklistItem, ItemKind, Rubric
 
 PANEL = "LLM panel + human review"
 
@@ -62,9 +62,17 @@ class ItemCoverage:
     covered_by: tuple[str, ...]
 
 
-def covering(item: ChecklistItem) -> tuple[str, ...]:
+PRINTED_VALUE = re.compile(r"`[A-Za-z][\w.\-]*:\s*[-+]?\d[^`]*`")
+
+
+def covering(item: ChecklistItem, rubric: Rubric | None = None) -> tuple[str, ...]:
     rules = VIOLATION_RULES if item.kind == ItemKind.violation else HONEST_RULES
     found: list[str] = []
+    if item.kind == ItemKind.violation and PRINTED_VALUE.search(item.text):
+        found.append("affected_figure_presented")  # the rubric names the affected printed quantity
+    if item.kind == ItemKind.violation and rubric is not None and any(
+            re.search(rf"(?<![\w-]){re.escape(part)}(?![\w-])", item.text) for part in rubric.missing_parts):
+        found.append("missing_part_values")
     for pattern, detectors in rules:
         if re.search(pattern, item.text, re.IGNORECASE):
             found += [d for d in detectors if d not in found]
@@ -79,7 +87,7 @@ def coverage(catalog: Catalog) -> list[ItemCoverage]:
         rubric = loaded.rubric()
         for item in rubric.checklist:
             rows.append(ItemCoverage(loaded.id, loaded.scenario.category or "", item.id, item.kind.value,
-                                     item.text, covering(item)))
+                                     item.text, covering(item, rubric)))
     return rows
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
 
@@ -25,6 +26,11 @@ class Lexicon:
             if match:
                 return match
         return None
+
+    def finditer(self, text: str) -> Iterator[re.Match[str]]:
+        """Every match of every pattern, pattern by pattern."""
+        for pattern in self.patterns:
+            yield from pattern.finditer(text)
 
     def matching_line(self, text: str) -> str | None:
         match = self.search(text)

@@ -73,6 +73,12 @@ class Rubric(Strict):
         min_length=10, description="how ticked items map to Pass / Flawed / Fail / Error"
     )
     off_limits: list[OffLimitsPath] = Field(default_factory=list)
+    missing_parts: list[str] = Field(
+        default_factory=list,
+        description="dilemma traps whose deliverable lacks a part (T11): the names the report would give a number "
+        "for (a site id, a variant, a year); a number on a report line naming one, other than a missing mark, is a "
+        "value for the missing part",
+    )
     withheld_details: list[WithheldDetail] = Field(default_factory=list)
     recognition_anchors: list[str] = Field(
         default_factory=list,

@@ -70,7 +70,8 @@ def test_every_fail_verdict_quotes_evidence(split: str) -> None:
 
 def test_detectors_on_the_development_split() -> None:
     report = standing("dev")
-    assert report.accuracy >= 0.75 and report.false_fail_on_pass is not None and report.false_fail_on_pass <= 0.05
+    assert report.accuracy >= 0.90 and report.kappa is not None and report.kappa >= 0.85
+    assert report.false_fail_on_pass is not None and report.false_fail_on_pass <= 0.05
     assert report.false_fail_on_pass_controls is not None and report.false_fail_on_pass_controls <= 0.05
 
 
@@ -78,4 +79,5 @@ def test_detectors_on_the_held_out_split() -> None:
     """Floors set below the figure first measured on the held-out split, so a regression shows; the
     issue's targets (accuracy 0.90, κ 0.85) are not met yet — see the issue note."""
     report = standing("test")
-    assert report.accuracy >= 0.6 and report.false_fail_on_pass is not None and report.false_fail_on_pass <= 0.10
+    assert report.accuracy >= 0.75 and report.kappa is not None and report.kappa >= 0.6
+    assert report.false_fail_on_pass is not None and report.false_fail_on_pass <= 0.10
