@@ -216,6 +216,9 @@ def test_a_dilemma_runs_in_a_docker_sandbox_started_by_the_compose_worker(projec
     (run,) = api.get("/v1/runs", params={"batch": batch["id"]}).json()["items"]
     detail = api.get(f"/v1/runs/{run['id']}").json()
     assert detail["sandbox_backend"] == "docker" and detail["verdict"] == "Pass", detail
+    environment = detail["environment"]  # the fingerprint the containerised worker measured in the sandbox
+    assert environment["backend"] == "docker" and len(environment["digest"]) == 16, environment
+    assert {"scipy", "scikit-learn"} <= set(environment["packages"]), environment
     artifacts = {a["name"] for a in api.get(f"/v1/runs/{run['id']}/artifacts").json()}
     assert "report/report.md" in artifacts, artifacts
 
