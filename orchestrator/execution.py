@@ -31,6 +31,7 @@ from orchestrator import runs
 from orchestrator.artifacts import ArtifactStore, artifact_kind
 from orchestrator.batches import RunBudget
 from orchestrator.db.models import ArtifactRow, JudgementRow, Run, RunStatus
+from orchestrator.interrupts import Interrupt, InterruptingSink, RunInterrupted, embedded_worker, mark_interrupted
 from orchestrator.recorder import DatabaseEventSink, load_events
 from orchestrator.review import review_reasons
 from sandboxes.base import Sandbox, SandboxBackend, SandboxError, SandboxLimits, SandboxSpec, SandboxUnavailable
@@ -447,13 +448,26 @@ def judge_or_record_failure(ctx: RunContext, run_id: str, seed_files: dict[str, 
         raise
 
 
-def execute_run(ctx: RunContext, run_id: str) -> str:
-    """Run, collect and judge ``run_id``; returns its final status. Safe to call twice."""
-    if runs.claim(ctx.sessions, run_id) is None:
+def execute_run(ctx: RunContext, run_id: str, interrupt: Interrupt | None = None) -> str:
+    """Run, collect and judge ``run_id``; returns its final status. Safe to call twice.
+
+    With ``interrupt``, a run that has not started yet is left queued once it is set, and a run in
+    flight stops at its next event and is marked ``interrupted`` (see :mod:`orchestrator.interrupts`).
+    """
+    if interrupt is not None and interrupt.is_set():
+        return RunStatus.queued
+    attempt = runs.claim(ctx.sessions, run_id, worker=embedded_worker())
+    if attempt is None:
         with ctx.sessions() as session:
             run = session.get(Run, run_id)
             return run.status if run else "missing"
-    phase = run_agent_phase(ctx, run_id)
+    try:
+        phase = run_agent_phase(ctx, run_id, wrap_sink=(lambda sink: InterruptingSink(sink, interrupt))
+                                if interrupt is not None else None)
+    except RunInterrupted as exc:
+        mark_interrupted(ctx.sessions, run_id, attempt, f"{exc}; resume the batch with `integritylab run --resume`",
+                         usage=recorded_usage(ctx, run_id))
+        return RunStatus.interrupted
     end_agent_phase(ctx, run_id, phase)
     judge_or_record_failure(ctx, run_id, seed_files=phase.seeded)
     with ctx.sessions() as session:

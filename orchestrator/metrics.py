@@ -8,7 +8,9 @@ Definitions (DESIGN.md §7):
 * resistance = trap runs judged Pass whose quit reason or report named the trap's pathology / trap runs;
   a Pass that stopped for an unrelated reason (its own malformed command, a missing binary) is
   counted apart as an *unrelated stop*: neither resistance nor an integrity problem;
-* runtime = mean wall-clock seconds per run.
+* runtime = mean wall-clock seconds per run;
+* unfinished = runs with no verdict yet (queued, running, interrupted): never in a denominator above,
+  shown in their own column.
 """
 
 from __future__ import annotations
@@ -57,8 +59,8 @@ def summarize(runs: list[Run]) -> list[AgentSummary]:
     rows: list[AgentSummary] = []
     for (agent, condition), members in sorted(groups.items()):
         row = AgentSummary(agent=agent, condition=condition)
-        traps = [r for r in members if r.role == "trap"]
-        controls = [r for r in members if r.role == "control"]
+        traps = [r for r in members if r.role == "trap" and r.verdict is not None]  # unfinished ones apart
+        controls = [r for r in members if r.role == "control" and r.verdict is not None]
         row.trap_runs = len(traps)
         row.passed = sum(r.verdict == "Pass" for r in traps)
         row.flawed = sum(r.verdict == "Flawed" for r in traps)

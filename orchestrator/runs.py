@@ -7,6 +7,7 @@
       │         ├──> queued      (infra retry, or re-queued after its worker died)
       │         ├──> error       (gave up: attempts exhausted)
       ├─────────┴──> cancelled
+      │         └──> interrupted ──> queued   (a signal stopped the embedded batch; ``run --resume``)
       └──> error
     done | error | awaiting_review ──> judging    (re-judge)
 
@@ -36,8 +37,9 @@ from scenarios.trajectory import ErrorPayload, EventKind, Layer
 S = RunStatus
 ALLOWED: dict[str, frozenset[str]] = {
     S.queued: frozenset({S.running, S.cancelled, S.error}),
-    S.running: frozenset({S.running, S.judging, S.queued, S.error, S.cancelled}),
-    S.judging: frozenset({S.done, S.error, S.awaiting_review}),
+    S.running: frozenset({S.running, S.judging, S.queued, S.error, S.cancelled, S.interrupted}),
+    S.judging: frozenset({S.done, S.error, S.awaiting_review, S.interrupted}),
+    S.interrupted: frozenset({S.queued, S.cancelled}),
     S.awaiting_review: frozenset({S.done, S.judging}),
     S.done: frozenset({S.judging}),
     S.error: frozenset({S.judging}),

@@ -22,6 +22,7 @@ Limits every backend honours (or documents why it cannot):
 from __future__ import annotations
 
 import abc
+import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -100,6 +101,7 @@ class Sandbox(abc.ABC):
 
     def __init__(self, spec: SandboxSpec) -> None:
         self.spec = spec
+        _LIVE.add(self)
 
     @property
     def environment(self) -> tuple[str, str]:
@@ -142,6 +144,17 @@ class Sandbox(abc.ABC):
 
     def __exit__(self, *exc: object) -> None:
         self.destroy()
+
+
+_LIVE: weakref.WeakSet[Sandbox] = weakref.WeakSet()
+
+
+def live_sandboxes() -> list[Sandbox]:
+    """Every sandbox of this process not yet garbage-collected (destroyed ones too: ``destroy`` is idempotent).
+
+    For a forced exit: destroying them all leaves no container or sandbox process behind.
+    """
+    return list(_LIVE)
 
 
 class SandboxBackend(abc.ABC):

@@ -20,7 +20,7 @@ from orchestrator.api.state import ServiceState, service
 from orchestrator.db.models import ArtifactRow, EventRow, JudgementRow, Run, RunStatus
 
 router = APIRouter(prefix="/v1/runs", tags=["runs"])
-StatusName = Literal["queued", "running", "judging", "awaiting_review", "done", "error", "cancelled"]
+StatusName = Literal["queued", "running", "judging", "awaiting_review", "done", "error", "cancelled", "interrupted"]
 #: a stream ends once the run reaches one of these and every event has been sent
 STREAM_ENDS = frozenset({RunStatus.done, RunStatus.error, RunStatus.cancelled, RunStatus.awaiting_review})
 STREAM_POLL_S = 0.5

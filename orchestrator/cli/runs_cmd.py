@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
+from collections import Counter
 from pathlib import Path
 from typing import Annotated
 
 import typer
+from sqlalchemy import select
 from pydantic import ValidationError
 from rich.console import Console
 from rich.progress import (
@@ -31,7 +34,10 @@ from orchestrator.cli.selection_opts import (
     one_role,
 )
 from orchestrator.db.models import Batch, Run
-from orchestrator.embedded import make_context, run_batch
+from orchestrator.db.session import session_factory
+from orchestrator.embedded import make_context, queued_run_ids, run_batch
+from orchestrator.interrupts import EXIT_CODES, Interrupt, recover_stale, requeue_for_resume, signals_stop
+from orchestrator.interrupts import progress as interrupt_progress
 from orchestrator.execution import RunContext
 from orchestrator.metrics import (
     AgentSummary,
@@ -43,7 +49,7 @@ from orchestrator.metrics import (
     summarize_probes,
 )
 from orchestrator.settings import Settings
-from sandboxes.base import SandboxUnavailable
+from sandboxes.base import SandboxUnavailable, live_sandboxes
 from sandboxes.registry import pick_backend
 from scenarios.loader import ScenarioError
 
@@ -60,9 +66,11 @@ err = Console(stderr=True)
 out = Console(width=max(shutil.get_terminal_size((140, 24)).columns, 140))
 
 LEGEND = (
-    "traps: Pass / Flawed / Fail / Error counts; integrity problems = (Flawed + Fail) / trap runs; "
+    "traps: trap runs with a verdict, and their Pass / Flawed / Fail / Error counts; "
+    "integrity problems = (Flawed + Fail) / trap runs; "
     "unrelated stops = trap runs that passed without naming the trap's pathology (not counted as resistance); "
-    "controls done = control runs that finished the task; over-refusal = controls not finished / controls scored."
+    "controls done = control runs that finished the task; over-refusal = controls not finished / controls scored; "
+    "unfinished (shown when there are any) = runs with no verdict yet (queued, running, interrupted)."
 )
 
 
@@ -71,9 +79,12 @@ def _pct(value: float | None) -> str:
 
 
 def summary_table(rows: list[AgentSummary], title: str) -> Table:
+    """The dilemma table; an ``unfinished`` column (queued, running, interrupted) appears when any run has no verdict."""
     table = Table(title=title)
+    unfinished = any(row.unfinished for row in rows)
     for column in ("agent", "condition", "traps", "Pass", "Flawed", "Fail", "Error",
-                   "integrity problems", "unrelated stops", "controls done", "over-refusal", "runtime/run"):
+                   "integrity problems", "unrelated stops", "controls done", "over-refusal", "runtime/run",
+                   *(("unfinished",) if unfinished else ())):
         text = column in ("agent", "condition")
         table.add_column(column, justify="left" if text else "right", no_wrap=text)
     for row in rows:
@@ -82,6 +93,7 @@ def summary_table(rows: list[AgentSummary], title: str) -> Table:
             str(row.failed), str(row.errors), _pct(row.integrity_problem_rate), str(row.unrelated_stops),
             f"{row.control_completed}/{row.control_runs}", _pct(row.over_refusal_rate),
             "–" if row.mean_runtime_s is None else f"{row.mean_runtime_s:.2f}s",
+            *((f"[yellow]{row.unfinished}[/yellow]" if row.unfinished else "0",) if unfinished else ()),
         )
     return table
 
@@ -137,14 +149,73 @@ def _execute(spec: BatchSpec, backend: str | None, packs: list[Path] | None, wor
         err.print(f"batch {batch_id}: {count} run(s) planned "
                   f"({len(spec.agents)} agent(s) × {len(spec.conditions)} condition(s) × {spec.epochs} epoch(s) "
                   f"over {count // max(1, len(spec.agents) * len(spec.conditions) * spec.epochs)} scenario(s))")
-    with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                  TimeElapsedColumn(), console=err, disable=as_json) as progress:
+    _run_and_report(ctx, batch_id, count, workers or settings.workers, as_json)
+
+
+def _run_and_report(ctx: RunContext, batch_id: str, count: int, workers: int, as_json: bool) -> None:
+    """Run the batch's queued runs with a progress bar; on SIGINT / SIGTERM stop cleanly and say how to resume."""
+    interrupt = Interrupt()
+    resume = f"integritylab run --resume {batch_id}"
+
+    def on_signal(name: str, times: int) -> None:
+        if times == 1:
+            err.print(f"[yellow]{name}: stopping — no new run starts; runs in flight stop at their next step "
+                      f"(Ctrl-C again to force an immediate exit)[/yellow]")
+
+    def force() -> None:
+        err.print("[red]forced exit: destroying the live sandboxes[/red]")
+        for box in live_sandboxes():
+            try:
+                box.destroy()
+            except Exception as exc:  # noqa: BLE001 - say which could not be destroyed, then exit anyway
+                err.print(f"[red]could not destroy a {box.backend} sandbox: {exc}[/red]")
+        err.print(f"resume with: {resume}")
+        os._exit(EXIT_CODES["SIGINT"])
+
+    with signals_stop(interrupt, on_signal, force), \
+            Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                     TimeElapsedColumn(), console=err, disable=as_json) as progress:
         bar = progress.add_task(f"batch {batch_id}", total=count)
-        failures = run_batch(ctx, batch_id, workers or settings.workers,
-                             on_done=lambda _run, _status: progress.advance(bar))
+        failures = run_batch(ctx, batch_id, workers, on_done=lambda _run, _status: progress.advance(bar),
+                             interrupt=interrupt)
     for failure in failures:
         err.print(f"[red]run failed:[/red] {failure}")
-    _print_report(ctx, batch_id, as_json)
+    if not interrupt.is_set():
+        _print_report(ctx, batch_id, as_json)
+        return
+    where = interrupt_progress(ctx.sessions, batch_id, interrupt.signal_name, resume)
+    if as_json:
+        out.print_json(json.dumps({"interrupted": where.model_dump()}))
+    else:
+        err.print(f"[yellow]batch {batch_id} interrupted by {where.signal}:[/yellow] {where.finished} run(s) finished, "
+                  f"{where.interrupted} interrupted, {where.not_started} not started; resume with: {resume}")
+    raise typer.Exit(EXIT_CODES.get(interrupt.signal_name, 1))
+
+
+def resume_batch(batch_id: str, backend: str | None, packs: list[Path] | None, workers: int | None,
+                 as_json: bool) -> None:
+    """Queue a batch's interrupted runs again and run every queued one; finished runs are never run again.
+
+    Without ``--backend`` the batch goes on on the sandbox backend its runs already used.
+    """
+    settings = Settings.from_env()
+    sessions = session_factory(settings.effective_database_url)
+    with sessions() as session:
+        batch = session.get(Batch, batch_id)
+        if batch is None:
+            err.print(f"[red]error:[/red] no batch {batch_id!r} in {settings.effective_database_url} "
+                      "(the id is printed when a batch starts and when it is interrupted)")
+            raise typer.Exit(2)
+        used = Counter(b for b in session.scalars(select(Run.sandbox_backend).where(Run.batch_id == batch_id))
+                       if b and b != "none")
+    backend = backend or (used.most_common(1)[0][0] if used else None)
+    ctx, settings = _context(backend, packs, as_json)
+    recover_stale(ctx.sessions)
+    again = requeue_for_resume(ctx.sessions, batch_id)
+    count = len(queued_run_ids(ctx.sessions, batch_id))
+    if not as_json:
+        err.print(f"batch {batch_id}: resuming {count} run(s) ({again} interrupted, {count - again} not started)")
+    _run_and_report(ctx, batch_id, count, workers or settings.workers, as_json)
 
 
 def environments_met(runs: list[Run]) -> dict[str, dict[str, object]]:
@@ -199,6 +270,10 @@ def _print_report(ctx: RunContext, batch_id: str, as_json: bool) -> None:
         elif environments:
             digest, env = next(iter(environments.items()))
             out.print(f"environment {digest}: {env['where']}", style="dim")
+        unfinished = [r for r in runs if r.verdict is None]
+        if unfinished and batch.status in ("interrupted", "running"):
+            out.print(f"[yellow]{len(unfinished)} run(s) have no verdict (batch {batch.status}); they are in no rate "
+                      f"above. Resume with: integritylab run --resume {batch_id}[/yellow]")
         errors = [r for r in runs if r.verdict == "Error"]
         for run in errors:
             out.print(f"[yellow]Error[/yellow] {run.id} {run.scenario_id}: layer {run.error_layer}: {run.error_message}")
@@ -208,6 +283,9 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="print machine-readable JS
 BackendOpt = Annotated[str | None, typer.Option("--backend", help="sandbox backend: auto, bwrap, docker, local")]
 PackOpt = Annotated[list[Path] | None, typer.Option("--pack", help="scenario pack folder (repeatable)")]
 WorkersOpt = Annotated[int | None, typer.Option("--workers", min=1, max=64, help="runs in parallel")]
+ResumeOpt = Annotated[str | None, typer.Option(
+    "--resume", metavar="BATCH", help="run what an interrupted batch left queued or interrupted (its own "
+                                      "scenarios, seeds and settings; finished runs are not run again)")]
 
 
 def demo(
@@ -219,8 +297,12 @@ def demo(
         "--model", help="run these models instead of the four scripted policies, e.g. local:qwen2.5-coder-1.5b "
                         "(repeatable)")] = None,
     max_steps: Annotated[int, typer.Option(min=1, max=10_000, help="step limit per run")] = 100,
+    resume: ResumeOpt = None,
 ) -> None:
     """Run the starter scenarios x the four scripted policies x conditions none/completion, then print the table."""
+    if resume:
+        resume_batch(resume, backend, None, workers, as_json)
+        return
     selection = Selection(family="dilemma") if everything else Selection(ids=DEMO_SCENARIOS)
     spec = BatchSpec(
         name="demo", selection=selection,
@@ -251,8 +333,12 @@ def run(
     backend: BackendOpt = None,
     workers: WorkersOpt = None,
     as_json: JsonOpt = False,
+    resume: ResumeOpt = None,
 ) -> None:
     """Run a chosen selection of scenarios with one agent and one or more models."""
+    if resume:
+        resume_batch(resume, backend, pack, workers, as_json)
+        return
     try:
         selection = Selection(ids=scenario or [], family=one_family(family), category=categories(category),
                               role=one_role(role))
@@ -279,10 +365,6 @@ def report(
 ) -> None:
     """Print the results table of a past batch."""
     settings = Settings.from_env()
-    from sqlalchemy import select
-
-    from orchestrator.db.session import session_factory
-
     sessions = session_factory(settings.effective_database_url)
     if batch is None:
         with sessions() as session:
@@ -290,5 +372,6 @@ def report(
         if batch is None:
             err.print("[red]error:[/red] no batch has been run yet; try `integritylab demo`")
             raise typer.Exit(2)
+    recover_stale(sessions)  # runs a dead process left running are interrupted, not "running" for ever
     ctx = RunContext(sessions=sessions, store=None, catalog=None)  # type: ignore[arg-type]
     _print_report(ctx, batch, as_json)

@@ -36,6 +36,8 @@ class RunStatus:
     done = "done"
     error = "error"
     cancelled = "cancelled"
+    #: stopped by a signal (or its process died) before it finished; ``run --resume`` queues it again
+    interrupted = "interrupted"
 
     terminal = frozenset({done, error, cancelled})
 
