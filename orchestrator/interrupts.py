@@ -82,16 +82,7 @@ def _owner_alive(worker: str | None) -> bool:
     """Whether the process that claimed a run still exists; runs of the service or another host count as alive."""
     if not worker or not worker.startswith(EMBEDDED_PREFIX):
         return True
-    host, _, pid = worker[len(EMBEDDED_PREFIX):].rpartition(":")
-    if host != socket.gethostname() or not pid.isdigit():
-        return True
-    try:
-        os.kill(int(pid), 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    return runs.holder_alive(worker[len(EMBEDDED_PREFIX):]) is not False
 
 
 def _note(session: Session, run_id: str, message: str) -> None:

@@ -24,6 +24,8 @@ marks where the current attempt's trajectory starts, and judges read only that.
 
 from __future__ import annotations
 
+import os
+import socket
 from collections.abc import Iterable
 from datetime import datetime, timedelta, timezone
 from typing import Any
@@ -56,6 +58,20 @@ class IllegalTransition(ValueError):
 
 class RunStopped(Exception):
     """The run left ``running`` under this worker (cancelled, or taken over); stop without writing more."""
+
+
+def holder_alive(worker: str | None) -> bool | None:
+    """Whether the process holding a run is alive: known only for a holder on this host."""
+    host, _, pid = (worker or "").rpartition(":")
+    if host != socket.gethostname() or not pid.isdigit():
+        return None
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def utcnow() -> datetime:

@@ -32,9 +32,15 @@ from orchestrator.artifacts import ArtifactStore
 from orchestrator.db.models import Batch, Run, RunStatus
 from orchestrator.db.session import session_factory
 from orchestrator.execution import (
-    LayeredFailure, RunContext, end_agent_phase, judge_or_record_failure, judge_run, run_agent_phase,
+    LayeredFailure,
+    RunContext,
+    end_agent_phase,
+    judge_or_record_failure,
+    judge_run,
+    run_agent_phase,
 )
 from orchestrator.limits import Lease, Semaphores, limits_for_run, release_all
+from orchestrator.runs import holder_alive
 from orchestrator.settings import Settings
 from scenarios.loader import load_catalog
 from scenarios.trajectory import EventKind, EventSink, Layer, Payload, TrajectoryEvent
@@ -78,20 +84,6 @@ def build_context(settings: Settings, enqueue_judge: Callable[[str], None]) -> W
 
 def identity() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
-
-
-def holder_alive(worker: str | None) -> bool | None:
-    """Whether the process holding a run is alive: known only for a holder on this host."""
-    host, _, pid = (worker or "").rpartition(":")
-    if host != socket.gethostname() or not pid.isdigit():
-        return None
-    try:
-        os.kill(int(pid), 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _aware(value: datetime | None) -> datetime | None:
