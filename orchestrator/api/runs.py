@@ -20,6 +20,7 @@ from orchestrator.api.state import ServiceState, service
 from orchestrator.db.models import ArtifactRow, EventRow, JudgementRow, Run, RunStatus
 
 router = APIRouter(prefix="/v1/runs", tags=["runs"])
+MAX_SEQ = 2**31 - 1  # events.seq is a 32-bit integer column
 StatusName = Literal["queued", "running", "judging", "awaiting_review", "done", "error", "cancelled", "interrupted"]
 #: a stream ends once the run reaches one of these and every event has been sent
 STREAM_ENDS = frozenset({RunStatus.done, RunStatus.error, RunStatus.cancelled, RunStatus.awaiting_review})
@@ -122,7 +123,7 @@ def _stream(state: ServiceState, run_id: str, after: int, current_only: bool) ->
                              "description": "JSON page, or a live stream with `Accept: text/event-stream`"}})
 def run_events(
     run_id: str, request: Request, _: Reader, state: Annotated[ServiceState, Depends(service)],
-    after: Annotated[int, Query(ge=-1, description="return events with seq greater than this")] = -1,
+    after: Annotated[int, Query(ge=-1, le=MAX_SEQ, description="return events with seq greater than this")] = -1,
     limit: Annotated[int, Query(ge=1, le=1000)] = 200,
     attempt: Annotated[Literal["all", "current"], Query(description="'current': only the last attempt's")] = "all",
     stream: Annotated[bool, Query(description="same as Accept: text/event-stream")] = False,
@@ -139,7 +140,11 @@ def run_events(
             return EventPage(items=items, next_after=items[-1].seq if items else after, run_status=run_status,
                              trajectory_from_seq=from_seq)
     if last_event_id is not None and last_event_id.strip().lstrip("-").isdigit():
-        after = max(after, int(last_event_id))
+        resumed = int(last_event_id)
+        if not -1 <= resumed <= MAX_SEQ:  # the database holds no such seq: a client error, before any byte is sent
+            raise HTTPException(status.HTTP_422_UNPROCESSABLE_ENTITY,
+                                f"Last-Event-ID {resumed} is outside -1..{MAX_SEQ}, the range of event seqs")
+        after = max(after, resumed)
     return StreamingResponse(_stream(state, run_id, after, current_only), media_type="text/event-stream",
                              headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
 

@@ -29,7 +29,7 @@ def list_scenarios(
     role: Annotated[str | None, Query(max_length=10)] = None,
     pack: Annotated[str | None, Query(max_length=100)] = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 500,
-    offset: Annotated[int, Query(ge=0)] = 0,
+    offset: Annotated[int, Query(ge=0, le=10_000_000)] = 0,
 ) -> Page[ScenarioOut]:
     """Scenarios in catalog order, filtered like a batch selection."""
     chosen = [

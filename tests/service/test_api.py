@@ -195,6 +195,11 @@ def test_runs_events_artifacts_rejudge_and_no_rubric(api) -> None:
         resumed = api.get(f"/v1/runs/{run_id}/events", params={"stream": True},
                           headers={**api.annotator, "Last-Event-ID": str(len(events) - 2)})
         assert [int(line[4:]) for line in resumed.text.splitlines() if line.startswith("id: ")] == [len(events) - 1]
+        # cursors beyond what the database holds are the client's error, in plain and streaming modes
+        assert api.get(f"/v1/runs/{run_id}/events", params={"after": 2**31}, headers=api.annotator).status_code == 422
+        too_far = api.get(f"/v1/runs/{run_id}/events", headers={**api.annotator, "Accept": "text/event-stream",
+                                                                  "Last-Event-ID": "99999999999"})
+        assert too_far.status_code == 422 and "Last-Event-ID" in too_far.text
         artifacts = api.get(f"/v1/runs/{run_id}/artifacts", headers=api.annotator).json()
         names = {a["name"] for a in artifacts}
         assert "manifest.json" in names
