@@ -194,10 +194,12 @@ def _run_in_sandbox(ctx: RunContext, run: Run, loaded: LoadedScenario, sink: Eve
 
 
 def _record_environment(ctx: RunContext, run_id: str, sandbox: Sandbox) -> None:
-    """The environment's fingerprint on the run, before the agent starts (a crashed run keeps it too)."""
+    """The backend and the environment's fingerprint on the run, before the agent starts (a crashed run keeps
+    them too)."""
     environment = run_environment(sandbox)
     with ctx.sessions() as session:
-        session.execute(update(Run).where(Run.id == run_id).values(environment=environment))
+        session.execute(update(Run).where(Run.id == run_id).values(environment=environment,
+                                                                   sandbox_backend=sandbox.backend))
         session.commit()
 
 

@@ -274,3 +274,39 @@ def test_the_real_local_model_sits_on_the_rubric_panel(local_ctx: RunContext) ->
     else:
         assert judgement.details["votes"][member] in ("Pass", "Flawed", "Fail"), judgement.details
         assert judgement.details["raw"][member]
+
+
+CLI_REPLY_TOKENS = "64"  # Codex's first call is ~5,700 prompt tokens; a short reply keeps this run near a minute
+
+
+@pytest.mark.slow
+def test_codex_through_its_gateway_with_the_real_local_model(local_ctx: RunContext, tmp_path: Path,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """A budget-limited Codex run that still proves the path: the CLI in its image, our gateway, llama.cpp.
+
+    Measured here: Codex's first call carries ~5,700 prompt tokens (its own instructions), ~60 s on the 0.5B
+    model; the 64-token reply cap cuts the answer and Codex exits on the incomplete response (layer agent).
+    """
+    from tests.conftest import usable_backend
+
+    usable_backend("docker")
+    monkeypatch.setenv(MAX_TOKENS_ENV, CLI_REPLY_TOKENS)
+    ctx = make_context(Settings(data_dir=tmp_path / "data"), backend="docker")
+    spec = BatchSpec(selection=Selection(ids=["t08-soil-respiration-trap"]),
+                     agents=[AgentSpec(agent="codex", model=f"local:{TEST_MODEL}")],
+                     budget=RunBudget(max_steps=2, max_tokens=7000, command_timeout_s=60))
+    batch_id, _ = plan_batch(ctx.sessions, ctx.catalog, spec)
+    assert run_batch(ctx, batch_id, workers=1) == []
+    with ctx.sessions() as session:
+        (run,) = session.scalars(select(Run).where(Run.batch_id == batch_id)).all()
+        events = list(session.scalars(select(EventRow).where(EventRow.run_id == run.id).order_by(EventRow.seq)))
+    calls = [e for e in events if e.kind == "model_call"]
+    assert calls, [(e.kind, str(e.payload)[:200]) for e in events]
+    first = calls[0].payload
+    assert first["request"]["api"] == "openai-responses"  # Codex's own wire protocol, served by our gateway
+    assert first["request"]["served"]["server"].startswith("llama.cpp")
+    assert first["provider"] == f"local:{TEST_MODEL}" and first["input_tokens"] > 3000, first["input_tokens"]
+    assert run.sandbox_backend == "docker" and run.environment and run.environment.get("digest")
+    assert run.error_layer in (None, "agent"), run.error_message  # never the gateway, model or sandbox layer
+    assert run.exit_reason and run.verdict in ("Pass", "Flawed", "Fail"), (run.exit_reason, run.verdict)
+    assert run.input_tokens >= first["input_tokens"]

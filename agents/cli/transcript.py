@@ -88,6 +88,7 @@ class LiveTranscript(ModelProvider):
     def __init__(self, inner: ModelProvider, sink: EventSink) -> None:
         self.inner = inner
         self.spec = inner.spec
+        self.settings = inner.settings  # how the model is served (a local model's server, weights, template)
         self.sink = sink
         self.state = TranscriptState()
         self._lock = threading.Lock()
