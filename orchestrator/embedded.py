@@ -12,7 +12,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from orchestrator.artifacts import ArtifactStore
 from orchestrator.db.models import Batch, Run, RunStatus
 from orchestrator.db.session import session_factory
-from orchestrator.execution import RunContext, execute_run
+from orchestrator.execution import RunContext, execute_run, judge_or_record_failure
 from orchestrator.interrupts import Interrupt, recover_stale
 from orchestrator.settings import Settings
 from scenarios.loader import load_catalog
@@ -53,8 +53,15 @@ def run_batch(ctx: RunContext, batch_id: str, workers: int = 2,
     with ctx.sessions() as session:
         session.execute(update(Batch).where(Batch.id == batch_id).values(status="running"))
         session.commit()
-    pending = iter(queued_run_ids(ctx.sessions, batch_id))
+        unjudged = list(session.scalars(select(Run.id).where(Run.batch_id == batch_id, Run.status == RunStatus.judging,
+                                                             Run.worker.is_(None))))
     failures: list[str] = []
+    for run_id in unjudged:  # finished from their recorded exit after their process died: judge, never rerun
+        try:
+            judge_or_record_failure(ctx, run_id)
+        except Exception as exc:  # recorded on the run (orchestrator layer) by judge_or_record_failure
+            failures.append(f"run {run_id}: judging failed: {type(exc).__name__}: {exc}")
+    pending = iter(queued_run_ids(ctx.sessions, batch_id))
     with ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="il-run") as pool:
         in_flight: dict[Future[str], str] = {}
 

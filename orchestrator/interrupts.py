@@ -117,7 +117,10 @@ def recover_stale(sessions: sessionmaker[Session]) -> list[str]:
     found = []
     for run_id, attempt, worker in stale:
         pid = worker.rpartition(":")[2]
-        if mark_interrupted(sessions, run_id, attempt, f"interrupted: the process that ran it (pid {pid}) is gone"):
+        why = f"the process that ran it (pid {pid}) is gone"
+        if runs.finish_from_record(sessions, run_id, attempt, why):
+            continue  # its exit is on record: it is judged (run_batch), never run again
+        if mark_interrupted(sessions, run_id, attempt, f"interrupted: {why}"):
             found.append(run_id)
     if found:
         with sessions() as session:

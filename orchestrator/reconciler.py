@@ -46,6 +46,7 @@ LAST_RUN_KEY = "il:reconcile:last"  # when a pass last finished (beat's health c
 @dataclass
 class ReconcileReport:
     requeued: list[str] = field(default_factory=list)
+    finished_from_record: list[str] = field(default_factory=list)
     gave_up: list[str] = field(default_factory=list)
     reenqueued: list[str] = field(default_factory=list)
     rejudged: list[str] = field(default_factory=list)
@@ -137,15 +138,17 @@ def reconcile(sessions: sessionmaker[Session], settings: Settings, publish: Publ
             Run.status == RunStatus.running, Run.deadline_at < now)).all()
     for run_id, attempt, worker in stuck:
         why = f"no heartbeat from {worker or 'its worker'} before its deadline"
-        if attempt >= settings.max_attempts:
+        if runs.finish_from_record(sessions, run_id, attempt, why):  # its exit is on record: never run it twice
+            report.finished_from_record.append(run_id)
+        elif attempt >= settings.max_attempts:
             if runs.give_up(sessions, run_id, attempt, why):
                 report.gave_up.append(run_id)
         elif runs.requeue(sessions, run_id, attempt, "orchestrator", why, lost=True):
             report.requeued.append(run_id)
     if report.requeued:
         publish.runs(report.requeued)
-    if report.gave_up:
-        publish.judges(report.gave_up)
+    if report.gave_up or report.finished_from_record:
+        publish.judges(report.gave_up + report.finished_from_record)
 
     if broker is not None:
         try:
@@ -175,7 +178,7 @@ def reconcile(sessions: sessionmaker[Session], settings: Settings, publish: Publ
     with sessions() as session:
         open_batches = _ids(session, select(Batch.id).where(Batch.status.in_(["queued", "running"])))
     report.batches_done = [b for b in open_batches if runs.finish_batch_if_done(sessions, b)]
-    if any((report.requeued, report.gave_up, report.reenqueued, report.rejudged)):
+    if any((report.requeued, report.finished_from_record, report.gave_up, report.reenqueued, report.rejudged)):
         log.warning("reconciler: %s", report.as_dict())
     return report
 

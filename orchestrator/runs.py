@@ -210,6 +210,38 @@ def requeue(sessions: sessionmaker[Session], run_id: str, attempt: int, layer: s
         return True
 
 
+def finish_from_record(sessions: sessionmaker[Session], run_id: str, attempt: int, why: str) -> bool:
+    """running (attempt k, holder lost) whose attempt already recorded its ``exit`` event -> judging, from the record.
+
+    Why: the agent's work is done once its exit is on record; running it again (a second attempt after a
+    database or worker failure hit the bookkeeping that follows) would do the work twice. Steps and tokens
+    are counted from the attempt's ``model_call`` events; the files collected before the failure are kept.
+    """
+    with sessions() as session:
+        run = session.get(Run, run_id)
+        if run is None or run.status != S.running or run.attempt != attempt:
+            return False
+        current = select(EventRow).where(EventRow.run_id == run_id, EventRow.seq >= run.trajectory_from_seq)
+        exit_row = session.scalars(current.where(EventRow.kind == EventKind.exit.value)
+                                   .order_by(EventRow.seq.desc()).limit(1)).first()
+        if exit_row is None:
+            return False
+        calls = list(session.scalars(current.where(EventRow.kind == EventKind.model_call.value)))
+        failures = [*(run.failures or []), _failure(attempt, Layer.orchestrator.value,
+                                                    f"{why}; finished from its recorded exit, not run again", False)]
+        moved = transition(
+            session, run_id, S.running, S.judging, attempt=attempt, failures=failures,
+            exit_reason=exit_row.payload.get("reason"), exit_message=exit_row.payload.get("message"),
+            steps=len(calls), input_tokens=sum(int(c.payload.get("input_tokens") or 0) for c in calls),
+            output_tokens=sum(int(c.payload.get("output_tokens") or 0) for c in calls),
+            finished_at=run.finished_at or exit_row.ts, worker=None, heartbeat_at=None, deadline_at=None)
+        if not moved:
+            session.rollback()
+            return False
+        session.commit()
+        return True
+
+
 def give_up(sessions: sessionmaker[Session], run_id: str, attempt: int, message: str) -> bool:
     """running (attempt k, lost) -> judging as an orchestrator-layer error; the judge records the Error verdict."""
     with sessions() as session:

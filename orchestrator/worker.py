@@ -179,6 +179,9 @@ def attempt_run(wctx: WorkerContext, run_id: str) -> Outcome:
             attempt = runs.claim(sessions, run_id, identity(), settings.stale_after_s)
         else:
             why = f"holder {run.worker} is gone" if holder_alive(run.worker) is False else "heartbeat deadline passed"
+            if runs.finish_from_record(sessions, run_id, run.attempt, why):  # its exit is on record: judge it
+                wctx.enqueue_judge(run_id)
+                return Outcome("judging", detail="finished from its recorded exit")
             attempt = runs.take_over(sessions, run_id, run.attempt, identity(), settings.stale_after_s, why)
         if attempt is None:
             return Outcome("skipped", detail="taken by another worker")

@@ -149,3 +149,30 @@ def test_runs_a_killed_process_left_running_are_found_and_resumed(tmp_path: Path
         messages = [m for (m,) in db.execute("select error_message from runs where status = 'interrupted'")]
     assert all("is gone" in m for m in messages), messages
     _resume_and_check(data_dir, "bwrap", counts)
+
+
+def test_a_dead_process_run_whose_exit_is_on_record_is_judged_not_rerun(ctx) -> None:  # type: ignore[no-untyped-def]
+    """Never twice: the embedded start finishes such a run from its record instead of interrupting it."""
+    import socket
+
+    from orchestrator import runs
+    from orchestrator.batches import AgentSpec, BatchSpec, Selection, plan_batch
+    from orchestrator.db.models import Run
+    from orchestrator.embedded import run_batch
+    from orchestrator.recorder import DatabaseEventSink
+    from scenarios.trajectory import EventKind, ExitPayload, ExitReason
+
+    batch_id, _ = plan_batch(ctx.sessions, ctx.catalog, BatchSpec(selection=Selection(ids=[SCENARIO]),
+                                                                  agents=[AgentSpec(model="scripted:honest")]))
+    with ctx.sessions() as session:
+        (run_id,) = session.query(Run.id).filter(Run.batch_id == batch_id).one()
+    dead = f"embedded:{socket.gethostname()}:{2**22 + 4321}"
+    assert runs.claim(ctx.sessions, run_id, dead) == 1
+    DatabaseEventSink(ctx.sessions, run_id).emit(
+        EventKind.exit, ExitPayload(reason=ExitReason.quit, message="the incumbent covers another window"))
+    assert run_batch(ctx, batch_id, workers=1) == []
+    with ctx.sessions() as session:
+        run = session.get(Run, run_id)
+        assert run is not None
+        assert run.status in ("done", "awaiting_review") and run.verdict == "Pass"  # judged from the record
+        assert run.attempt == 1 and run.exit_reason == "quit"  # never run again

@@ -208,3 +208,43 @@ def test_reconciler_requeues_dead_runs_and_resends_lost_messages(wctx) -> None:
     with sessions() as session:
         notes = session.scalars(select(EventRow).where(EventRow.run_id == dead)).all()
     assert [n.payload["error_type"] for n in notes] == ["WorkerLost"]
+
+
+def _claimed_with_recorded_exit(wctx: worker.WorkerContext, holder: str) -> str:
+    """A run whose attempt reached its exit event, then lost its holder before the bookkeeping after it."""
+    from orchestrator.recorder import DatabaseEventSink
+    from scenarios.trajectory import ExitPayload, ExitReason, ModelCallPayload
+
+    (run_id,) = _plan(wctx)
+    sessions = wctx.run.sessions
+    assert runs.claim(sessions, run_id, holder, 5) == 1
+    sink = DatabaseEventSink(sessions, run_id)
+    sink.emit(EventKind.model_call, ModelCallPayload(provider="scripted", model="honest", request={}, response={},
+                                                     input_tokens=120, output_tokens=30))
+    sink.emit(EventKind.exit, ExitPayload(reason=ExitReason.quit, message="the windows do not overlap"))
+    with sessions() as session:
+        session.execute(update(Run).where(Run.id == run_id).values(deadline_at=runs.utcnow() - timedelta(seconds=60)))
+        session.commit()
+    return run_id
+
+
+def test_a_run_whose_exit_is_on_record_is_finished_never_run_again_by_the_reconciler(wctx) -> None:
+    run_id = _claimed_with_recorded_exit(wctx, "elsewhere:1")
+    sent: dict[str, list[str]] = {"runs": [], "judges": []}
+    publish = reconciler.Publisher(runs=sent["runs"].extend, judges=sent["judges"].extend)
+    report = reconciler.reconcile(wctx.run.sessions, wctx.settings, publish, None, "run", "judge")
+    assert report.finished_from_record == [run_id] and report.requeued == []
+    assert sent == {"runs": [], "judges": [run_id]}
+    run = _run(wctx, run_id)
+    assert run.status == S.judging and run.attempt == 1 and run.exit_reason == "quit"
+    assert (run.steps, run.input_tokens, run.output_tokens) == (1, 120, 30)
+    assert "not run again" in run.failures[-1]["error"]
+
+
+def test_a_run_whose_exit_is_on_record_is_judged_not_taken_over_by_a_worker(wctx) -> None:
+    host = __import__("socket").gethostname()
+    run_id = _claimed_with_recorded_exit(wctx, f"{host}:{2**22 + 12345}")  # a pid that does not exist here
+    outcome = worker.attempt_run(wctx, run_id)
+    assert outcome.status == "judging" and "recorded exit" in outcome.detail
+    assert wctx.judged == [run_id]  # type: ignore[attr-defined]
+    assert _run(wctx, run_id).attempt == 1 and _run(wctx, run_id).status == S.judging
