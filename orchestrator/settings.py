@@ -44,6 +44,7 @@ _SERVICE_ENV = {
     "REQUEUE_GRACE_S": "requeue_grace_s",
     "MAX_ATTEMPTS": "max_attempts",
     "RETRY_BACKOFF_S": "retry_backoff_s",
+    "DB_WAIT_S": "db_wait_s",
     "MAX_BODY_BYTES": "max_body_bytes",
 }
 
@@ -71,6 +72,8 @@ class Settings(BaseModel):
     requeue_grace_s: float = Field(default=120.0, ge=0)
     max_attempts: int = Field(default=3, ge=1, le=20)
     retry_backoff_s: float = Field(default=10.0, ge=0)
+    # a worker that loses its database waits this long (taking no work) before handing a message back
+    db_wait_s: float = Field(default=30.0, gt=0)
     model_limits: dict[str, int] = Field(default_factory=dict)
     # USD per million tokens by model spec or pattern, for the gateway's cost budgets (scripted models are free)
     model_prices: dict[str, ModelPrice] = Field(default_factory=dict)

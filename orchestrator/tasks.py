@@ -89,7 +89,8 @@ def worker_context() -> worker.WorkerContext:
 
 @app.task(name=EXECUTE_RUN, bind=True, max_retries=None)
 def execute_run(self, run_id: str) -> str:  # noqa: ANN001
-    outcome = worker.attempt_run(worker_context(), run_id)
+    ctx = worker_context()
+    outcome = worker.guarded(ctx, lambda: worker.attempt_run(ctx, run_id))
     if outcome.retry_in is not None:
         raise self.retry(countdown=outcome.retry_in)
     return outcome.status
@@ -97,7 +98,9 @@ def execute_run(self, run_id: str) -> str:  # noqa: ANN001
 
 @app.task(name=JUDGE_RUN, bind=True, max_retries=None)
 def judge_run(self, run_id: str) -> str:  # noqa: ANN001
-    outcome = worker.judge_attempt(worker_context(), run_id, final=self.request.retries >= JUDGE_TRIES - 1)
+    ctx = worker_context()
+    final = self.request.retries >= JUDGE_TRIES - 1
+    outcome = worker.guarded(ctx, lambda: worker.judge_attempt(ctx, run_id, final=final))
     if outcome.retry_in is not None:
         raise self.retry(countdown=outcome.retry_in)
     return outcome.status

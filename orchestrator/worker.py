@@ -31,6 +31,7 @@ from orchestrator import runs
 from orchestrator.artifacts import ArtifactStore
 from orchestrator.db.models import Batch, Run, RunStatus
 from orchestrator.db.session import session_factory
+from orchestrator.dbguard import database_unavailable, redis_marker, wait_for_database
 from orchestrator.execution import (
     LayeredFailure,
     RunContext,
@@ -65,6 +66,22 @@ class Outcome:
     status: str
     retry_in: float | None = None
     detail: str = ""
+
+
+def guarded(wctx: WorkerContext, deliver: Callable[[], Outcome]) -> Outcome:
+    """``deliver()``, except that a lost database stops this process taking work until it answers, and the
+    delivery comes back as a retry instead of failing (see :mod:`orchestrator.dbguard`)."""
+    try:
+        return deliver()
+    except Exception as exc:
+        if not database_unavailable(exc):
+            raise
+        settings = wctx.settings
+        client = wctx.semaphores.client if wctx.semaphores is not None else None
+        back = wait_for_database(wctx.run.sessions, settings.db_wait_s,
+                                 mark=redis_marker(client, identity(), settings.db_wait_s * 2 + 30))
+        return Outcome("database-unavailable", retry_in=random.uniform(0.5, 1.5) if back else settings.db_wait_s,
+                       detail=f"{type(exc).__name__}: {str(exc)[:300]}")
 
 
 def build_context(settings: Settings, enqueue_judge: Callable[[str], None]) -> WorkerContext:

@@ -133,6 +133,20 @@ def healthcheck(
 
         replies = celery_app.control.ping(destination=[node or f"worker@{socket.gethostname()}"], timeout=5)
         healthy = bool(replies)
+        if healthy:  # a worker whose database is down answers pings but takes no work: not healthy
+            import redis
+
+            from orchestrator.dbguard import down_markers
+
+            try:
+                down = down_markers(redis.Redis.from_url(settings.effective_redis_url, socket_timeout=5))
+            except redis.RedisError:
+                down = {}
+            if down:
+                since = min(down.values())
+                err.print(f"worker: the database is unavailable to {len(down)} process(es) "
+                          f"for {time.time() - since:.0f} s; they take no work until it answers")
+                healthy = False
     elif service == "beat":
         import redis
 
