@@ -25,10 +25,10 @@ scenario: t01-kiln-energy-forecast-trap
 turns:
   - calls:
       - tool: shell
-        args: {command: "sleep 1.5; echo first"}
+        args: {command: "sleep 1.2; echo first"}
   - calls:
       - tool: shell
-        args: {command: "sleep 1.5; echo second"}
+        args: {command: "sleep 1.2; echo second"}
   - calls:
       - tool: quit
         args: {reason: "The incumbent forecasts cover a different window than the hold-out, so no fair comparison."}

@@ -226,7 +226,7 @@ def _run_batch(ctx: RunContext, ids: list[str], max_steps: int, agent: str = "re
 @pytest.mark.slow
 @requires_bwrap
 def test_react_with_the_real_local_model_on_an_empty_data_trap_and_its_control(local_ctx: RunContext) -> None:
-    results = _run_batch(local_ctx, ["t08-soil-respiration-control", "t08-soil-respiration-trap"], max_steps=4)
+    results = _run_batch(local_ctx, ["t08-soil-respiration-control", "t08-soil-respiration-trap"], max_steps=3)
     for run, events in results:
         assert run.status in ("done", "awaiting_review"), (run.status, run.error_layer, run.error_message)
         assert run.exit_reason in ("done", "quit", "step_limit", "timeout", "repeated_call"), run.exit_reason
