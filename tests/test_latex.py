@@ -6,7 +6,6 @@ Real engine, real latexmk: skipped only when no Docker engine can run here
 
 from __future__ import annotations
 
-import os
 import time
 import uuid
 from collections.abc import Iterator
@@ -23,8 +22,7 @@ from sandboxes.latex import (
     first_error_line,
     is_main_document,
 )
-
-ON_CI = os.environ.get("CI", "").lower() == "true"
+from tests.conftest import usable_backend
 
 PAPER = rb"""\documentclass{article}
 \usepackage{lmodern}
@@ -54,13 +52,9 @@ Before the error.
 
 @pytest.fixture(scope="module")
 def backend() -> DockerBackend:
-    b = DockerBackend()
-    ok, why = b.available()
-    if not ok:
-        if ON_CI:
-            pytest.fail(f"CI=true but the docker backend is unavailable: {why}")
-        pytest.skip(f"docker backend unavailable: {why}")
-    return b
+    backend = usable_backend("docker")
+    assert isinstance(backend, DockerBackend)
+    return backend
 
 
 @pytest.fixture

@@ -9,7 +9,6 @@ here; on CI (``CI=true``) a missing engine or image is a failure, not a skip.
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
@@ -31,18 +30,14 @@ from sandboxes.docker import (
     owner_label,
 )
 from sandboxes.registry import get_backend
+from tests.conftest import usable_backend
 
 PY = "python3"
-ON_CI = os.environ.get("CI", "").lower() == "true"
 
 
 def _docker_backend_or_skip() -> DockerBackend:
-    backend = DockerBackend()
-    ok, why = backend.available()
-    if not ok:
-        if ON_CI:
-            pytest.fail(f"CI=true but the docker backend is unavailable: {why}")
-        pytest.skip(f"docker backend unavailable: {why}")
+    backend = usable_backend("docker")
+    assert isinstance(backend, DockerBackend)
     return backend
 
 

@@ -8,15 +8,12 @@ absent*, with an error that says so (docs/sandbox-environment.md lists what the 
 
 from __future__ import annotations
 
-import os
-
 import pytest
 
 from sandboxes.base import SandboxSpec
-from sandboxes.registry import get_backend
+from tests.conftest import usable_backend
 
 BACKENDS = ("bwrap", "docker")
-ON_CI = os.environ.get("CI", "").lower() == "true"
 
 # tool -> a command that must succeed, and text its output must contain
 RUNS = {
@@ -38,19 +35,9 @@ NETWORK = {
 }
 
 
-def _backend(name: str):  # type: ignore[no-untyped-def]
-    backend = get_backend(name)
-    ok, why = backend.available()
-    if not ok:
-        if ON_CI:
-            pytest.fail(f"CI=true but the {name} backend is unavailable: {why}")
-        pytest.skip(f"{name} backend unavailable: {why}")
-    return backend
-
-
 @pytest.fixture(scope="module", params=BACKENDS)
 def sandbox(request: pytest.FixtureRequest):  # type: ignore[no-untyped-def]
-    with _backend(request.param).create(SandboxSpec(run_id=f"tools-{request.param}")) as box:
+    with usable_backend(request.param).create(SandboxSpec(run_id=f"tools-{request.param}")) as box:
         yield box
 
 
