@@ -26,8 +26,8 @@ from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from orchestrator import runs
-from orchestrator.db.models import Batch, EventRow, Run, RunStatus
-from scenarios.trajectory import ErrorPayload, EventKind, EventSink, Layer, Payload, TrajectoryEvent
+from orchestrator.db.models import Batch, Run, RunStatus
+from scenarios.trajectory import EventKind, EventSink, Layer, Payload, TrajectoryEvent
 
 EXIT_CODES = {"SIGINT": 130, "SIGTERM": 143}
 EMBEDDED_PREFIX = "embedded:"
@@ -85,18 +85,11 @@ def _owner_alive(worker: str | None) -> bool:
     return runs.holder_alive(worker[len(EMBEDDED_PREFIX):]) is not False
 
 
-def _note(session: Session, run_id: str, message: str) -> None:
-    seq = session.scalar(select(func.coalesce(func.max(EventRow.seq) + 1, 0)).where(EventRow.run_id == run_id))
-    payload = ErrorPayload(layer=Layer.orchestrator, error_type="Interrupted", message=message)
-    session.add(EventRow(run_id=run_id, seq=seq, kind=EventKind.error.value, payload=payload.model_dump(mode="json")))
-    session.flush()
-
-
 def mark_interrupted(sessions: sessionmaker[Session], run_id: str, attempt: int | None, message: str,
                      usage: dict[str, int] | None = None) -> bool:
     """running (this attempt) -> interrupted, closing its trajectory with an orchestrator-layer error event."""
     with sessions() as session:
-        _note(session, run_id, message)
+        runs.note_orchestrator_error(session, run_id, "Interrupted", message)
         moved = runs.transition(
             session, run_id, [RunStatus.running, RunStatus.judging], RunStatus.interrupted, attempt=attempt,
             exit_reason="interrupted", error_layer=Layer.orchestrator.value, error_message=message[:4000],
@@ -140,9 +133,8 @@ def requeue_for_resume(sessions: sessionmaker[Session], batch_id: str) -> int:
         for run_id in ids:
             run = session.get(Run, run_id)
             assert run is not None
-            failures = [*(run.failures or []), {"attempt": run.attempt, "layer": Layer.orchestrator.value,
-                                                "error": run.error_message or "interrupted", "retried": True,
-                                                "at": runs.utcnow().isoformat()}]
+            failures = [*(run.failures or []), runs.failure_entry(run.attempt, Layer.orchestrator.value,
+                                                                  run.error_message or "interrupted", True)]
             moved += runs.transition(session, run_id, RunStatus.interrupted, RunStatus.queued, failures=failures,
                                      exit_reason=None, error_layer=None, error_message=None, finished_at=None,
                                      steps=0, input_tokens=0, output_tokens=0, duration_s=None)

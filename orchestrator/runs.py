@@ -105,12 +105,16 @@ def _next_seq(run_id: str):  # noqa: ANN202 - a scalar subquery
     return select(func.coalesce(func.max(EventRow.seq) + 1, 0)).where(EventRow.run_id == run_id).scalar_subquery()
 
 
-def _note_lost_attempt(session: Session, run_id: str, attempt: int, message: str) -> None:
-    """Close a lost attempt's stretch of the trajectory with an orchestrator-layer error event."""
+def note_orchestrator_error(session: Session, run_id: str, error_type: str, message: str) -> None:
+    """Close an attempt's stretch of the trajectory with an orchestrator-layer error event (lost, interrupted)."""
     seq = session.scalar(select(func.coalesce(func.max(EventRow.seq) + 1, 0)).where(EventRow.run_id == run_id))
-    payload = ErrorPayload(layer=Layer.orchestrator, error_type="WorkerLost", message=message)
+    payload = ErrorPayload(layer=Layer.orchestrator, error_type=error_type, message=message)
     session.add(EventRow(run_id=run_id, seq=seq, kind=EventKind.error.value, payload=payload.model_dump(mode="json")))
     session.flush()
+
+
+def _note_lost_attempt(session: Session, run_id: str, attempt: int, message: str) -> None:
+    note_orchestrator_error(session, run_id, "WorkerLost", message)
 
 
 def _set_aside_artifacts(session: Session, run_id: str, attempt: int) -> None:
@@ -156,7 +160,7 @@ def take_over(sessions: sessionmaker[Session], run_id: str, lost_attempt: int, w
             return None
         _note_lost_attempt(session, run_id, lost_attempt, f"attempt {lost_attempt} lost: {why}; taken over")
         _set_aside_artifacts(session, run_id, lost_attempt)
-        lost = _failure(lost_attempt, Layer.orchestrator.value, f"worker lost: {why}", True)
+        lost = failure_entry(lost_attempt, Layer.orchestrator.value, f"worker lost: {why}", True)
         failures = [*(run.failures or []), lost]
         statement = (
             update(Run).where(Run.id == run_id, Run.status == S.running, Run.attempt == lost_attempt)
@@ -185,7 +189,8 @@ def heartbeat(sessions: sessionmaker[Session], run_id: str, attempt: int, window
         return result.rowcount == 1
 
 
-def _failure(attempt: int, layer: str, message: str, retried: bool) -> dict[str, Any]:
+def failure_entry(attempt: int, layer: str, message: str, retried: bool) -> dict[str, Any]:
+    """One entry of a run's ``failures`` list: which attempt failed, in which layer, and whether it was retried."""
     return {"attempt": attempt, "layer": layer, "error": message[:2000], "at": utcnow().isoformat(), "retried": retried}
 
 
@@ -199,7 +204,7 @@ def requeue(sessions: sessionmaker[Session], run_id: str, attempt: int, layer: s
         if lost:
             _note_lost_attempt(session, run_id, attempt, f"attempt {attempt} lost: {message}; re-queued")
         _set_aside_artifacts(session, run_id, attempt)
-        failures = [*(run.failures or []), _failure(attempt, layer, message, True)]
+        failures = [*(run.failures or []), failure_entry(attempt, layer, message, True)]
         moved = transition(session, run_id, S.running, S.queued, attempt=attempt, failures=failures, worker=None,
                            heartbeat_at=None, deadline_at=None, enqueued_at=utcnow(), exit_reason=None,
                            exit_message=None, error_layer=None, error_message=None)
@@ -227,7 +232,7 @@ def finish_from_record(sessions: sessionmaker[Session], run_id: str, attempt: in
         if exit_row is None:
             return False
         calls = list(session.scalars(current.where(EventRow.kind == EventKind.model_call.value)))
-        failures = [*(run.failures or []), _failure(attempt, Layer.orchestrator.value,
+        failures = [*(run.failures or []), failure_entry(attempt, Layer.orchestrator.value,
                                                     f"{why}; finished from its recorded exit, not run again", False)]
         moved = transition(
             session, run_id, S.running, S.judging, attempt=attempt, failures=failures,
@@ -249,7 +254,7 @@ def give_up(sessions: sessionmaker[Session], run_id: str, attempt: int, message:
         if run is None or run.status != S.running or run.attempt != attempt:
             return False
         _note_lost_attempt(session, run_id, attempt, f"attempt {attempt} lost: {message}; giving up")
-        failures = [*(run.failures or []), _failure(attempt, Layer.orchestrator.value, message, False)]
+        failures = [*(run.failures or []), failure_entry(attempt, Layer.orchestrator.value, message, False)]
         moved = transition(session, run_id, S.running, S.judging, attempt=attempt, failures=failures,
                            exit_reason="crash", error_layer=Layer.orchestrator.value,
                            error_message=f"worker lost {attempt} time(s): {message}"[:4000], finished_at=utcnow())
