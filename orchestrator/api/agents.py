@@ -8,10 +8,11 @@ from agents.base import agent_names
 from agents.models.registry import provider_prefixes
 from agents.scripted.policies import POLICIES
 from orchestrator.api.auth import Reader
+from orchestrator.api.responses import AUTHENTICATED
 from orchestrator.api.schemas import AgentsOut
 from scenarios.conditions import load_conditions
 
-router = APIRouter(prefix="/v1/agents", tags=["agents"])
+router = APIRouter(prefix="/v1/agents", tags=["agents"], responses=AUTHENTICATED)
 
 
 @router.get("", response_model=AgentsOut)

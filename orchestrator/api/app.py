@@ -19,11 +19,13 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import HTMLResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
+from pydantic import BaseModel, Field
 from sqlalchemy import text
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from orchestrator.api import agents, batches, runs, scenarios
+from orchestrator.api.responses import COMMON
 from orchestrator.api.state import ServiceState
 from orchestrator.artifacts import ArtifactStore
 from orchestrator.db.session import session_factory
@@ -70,6 +72,12 @@ async def _refuse(send: Send, status_code: int, message: str) -> None:
     await send({"type": "http.response.start", "status": status_code,
                 "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
     await send({"type": "http.response.body", "body": body})
+
+
+class HealthOut(BaseModel):
+    status: str = Field(description="ok, or degraded when a dependency is down")
+    database: str
+    broker: str
 
 
 class SafeJSONResponse(JSONResponse):
@@ -155,7 +163,8 @@ def create_app(settings: Settings | None = None, state: ServiceState | None = No
         log.exception("request %s %s failed (id %s)", request.method, request.url.path, request_id, exc_info=exc)
         return SafeJSONResponse({"detail": f"internal error (request id {request_id})"}, status_code=500)
 
-    @app.get("/v1/health", tags=["health"])
+    @app.get("/v1/health", tags=["health"], response_model=HealthOut,
+             responses={**COMMON, 503: {"model": HealthOut, "description": "the database or the broker is down"}})
     def health() -> JSONResponse:
         """Liveness of the database and the broker (no token needed); 503 if either is down."""
         checks: dict[str, str] = {}

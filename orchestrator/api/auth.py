@@ -16,6 +16,7 @@ from enum import StrEnum
 from typing import Annotated, Any
 
 from fastapi import Depends, HTTPException, Request, status
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
@@ -72,7 +73,13 @@ def _unauthorized(message: str) -> HTTPException:
     return HTTPException(status.HTTP_401_UNAUTHORIZED, detail=message, headers={"WWW-Authenticate": "Bearer"})
 
 
-def authenticate(request: Request) -> Principal:
+#: declares the scheme in the OpenAPI document; the header itself is read below, so every refusal has our wording
+_bearer = HTTPBearer(auto_error=False, scheme_name="bearer",
+                     description="`integritylab tokens create NAME --role admin|annotator` prints a token")
+
+
+def authenticate(request: Request,
+                 _declared: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)] = None) -> Principal:
     header = request.headers.get("authorization", "")
     scheme, _, secret = header.partition(" ")
     if scheme.lower() != "bearer" or not secret.strip():

@@ -15,6 +15,7 @@ from agents.base import agent_names, make_agent
 from agents.models.base import ModelError
 from orchestrator import runs as run_states
 from orchestrator.api.auth import Admin, Reader, audit
+from orchestrator.api.responses import ADMIN_ONLY, AUTHENTICATED, NOT_FOUND, WITH_BODY, conflict
 from orchestrator.api.schemas import BatchDetail, BatchOut, BatchSummary, Page, Progress
 from orchestrator.api.state import ServiceState, service
 from orchestrator.batches import MAX_PLANNED_RUNS, BatchSpec, add_batch, planned_run_count, selected_scenarios
@@ -23,7 +24,7 @@ from orchestrator.metrics import batch_runs, summarize
 from scenarios.loader import Catalog, LoadedScenario, ScenarioError
 from scenarios.schema import Family, Role
 
-router = APIRouter(prefix="/v1/batches", tags=["batches"])
+router = APIRouter(prefix="/v1/batches", tags=["batches"], responses=AUTHENTICATED)
 FINISHED = (RunStatus.done, RunStatus.error, RunStatus.cancelled, RunStatus.awaiting_review)
 IDEMPOTENCY_HEADER = "Idempotency-Key"
 
@@ -157,7 +158,7 @@ IdempotencyKeyHeader = Annotated[str | None, Header(
 
 
 @router.post("", status_code=status.HTTP_201_CREATED, response_model=BatchDetail,
-             responses={422: {"description": "a field is invalid; `detail[].loc` names it"}})
+             responses={**ADMIN_ONLY, **WITH_BODY})
 def submit_batch(spec: BatchSpec, principal: Admin, response: Response,
                  state: Annotated[ServiceState, Depends(service)],
                  idempotency_key: IdempotencyKeyHeader = None) -> BatchDetail:
@@ -219,14 +220,14 @@ def _get_batch(session: Session, batch_id: str) -> Batch:
     return batch
 
 
-@router.get("/{batch_id}", response_model=BatchDetail)
+@router.get("/{batch_id}", response_model=BatchDetail, responses=NOT_FOUND)
 def get_batch(batch_id: str, _: Reader, state: Annotated[ServiceState, Depends(service)]) -> BatchDetail:
     """One batch: runs per status, progress and ETA, verdict counts."""
     with state.sessions() as session:
         return batch_detail(session, _get_batch(session, batch_id))
 
 
-@router.get("/{batch_id}/summary", response_model=BatchSummary)
+@router.get("/{batch_id}/summary", response_model=BatchSummary, responses=NOT_FOUND)
 def summarize_batch(batch_id: str, _: Reader, state: Annotated[ServiceState, Depends(service)]) -> BatchSummary:
     """The per-agent results table (the same numbers as ``integritylab report``) and the runs that ended in Error."""
     with state.sessions() as session:
@@ -238,7 +239,7 @@ def summarize_batch(batch_id: str, _: Reader, state: Annotated[ServiceState, Dep
 
 
 @router.post("/{batch_id}/cancel", response_model=BatchDetail,
-             responses={409: {"description": "the batch already finished"}})
+             responses={**ADMIN_ONLY, **NOT_FOUND, **conflict("the batch already finished")})
 def cancel_batch(batch_id: str, principal: Admin, state: Annotated[ServiceState, Depends(service)]) -> BatchDetail:
     """Cancel queued runs at once and running runs at their next event; judged runs keep their verdicts."""
     with state.sessions() as session:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import mimetypes
 import time
 from collections.abc import Iterator
 from typing import Annotated, Literal
@@ -15,11 +14,14 @@ from sqlalchemy.orm import Session
 
 from orchestrator import runs as run_states
 from orchestrator.api.auth import Admin, Reader, audit
+from orchestrator.api.responses import (
+    ADMIN_ONLY, ARTIFACT_CONTENT, AUTHENTICATED, NOT_FOUND, artifact_media_type, conflict, error_response,
+)
 from orchestrator.api.schemas import ArtifactOut, EventOut, EventPage, JudgementOut, Page, RunDetail, RunOut
 from orchestrator.api.state import ServiceState, service
 from orchestrator.db.models import ArtifactRow, EventRow, JudgementRow, Run, RunStatus
 
-router = APIRouter(prefix="/v1/runs", tags=["runs"])
+router = APIRouter(prefix="/v1/runs", tags=["runs"], responses=AUTHENTICATED)
 MAX_SEQ = 2**31 - 1  # events.seq is a 32-bit integer column
 StatusName = Literal["queued", "running", "judging", "awaiting_review", "done", "error", "cancelled", "interrupted"]
 #: a stream ends once the run reaches one of these and every event has been sent
@@ -28,6 +30,10 @@ STREAM_POLL_S = 0.5
 STREAM_KEEPALIVE_S = 15.0
 STREAM_MAX_S = 6 * 3600.0
 REJUDGEABLE = (RunStatus.done, RunStatus.error, RunStatus.awaiting_review)
+#: one server-sent event: ``event`` is the event kind (or ``end``), ``data`` its JSON, ``id`` its seq
+SSE_EVENT = {"type": "object", "properties": {
+    "event": {"type": "string"}, "data": {"type": "string", "description": "an EventOut as JSON, or the end status"},
+    "id": {"type": "string"}, "retry": {"type": "integer"}}}
 
 
 def _get_run(session: Session, run_id: str) -> Run:
@@ -65,7 +71,7 @@ def list_runs(
         return Page[RunOut](items=[RunOut.model_validate(r) for r in rows], total=total, limit=limit, offset=offset)
 
 
-@router.get("/{run_id}", response_model=RunDetail)
+@router.get("/{run_id}", response_model=RunDetail, responses=NOT_FOUND)
 def get_run(run_id: str, _: Reader, state: Annotated[ServiceState, Depends(service)]) -> RunDetail:
     """One run with its current judgement and the infrastructure failures of earlier attempts."""
     with state.sessions() as session:
@@ -119,7 +125,8 @@ def _stream(state: ServiceState, run_id: str, after: int, current_only: bool) ->
 
 
 @router.get("/{run_id}/events", response_model=EventPage,
-            responses={200: {"content": {"text/event-stream": {}},
+            responses={**NOT_FOUND,
+                       200: {"content": {"text/event-stream": {"schema": SSE_EVENT}},
                              "description": "JSON page, or a live stream with `Accept: text/event-stream`"}})
 def run_events(
     run_id: str, request: Request, _: Reader, state: Annotated[ServiceState, Depends(service)],
@@ -149,7 +156,7 @@ def run_events(
                              headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
 
 
-@router.get("/{run_id}/artifacts", response_model=list[ArtifactOut])
+@router.get("/{run_id}/artifacts", response_model=list[ArtifactOut], responses=NOT_FOUND)
 def list_artifacts(run_id: str, _: Reader, state: Annotated[ServiceState, Depends(service)]) -> list[ArtifactOut]:
     """Files collected from the run's workspace (a lost attempt's under ``attempt-N/``)."""
     with state.sessions() as session:
@@ -159,7 +166,8 @@ def list_artifacts(run_id: str, _: Reader, state: Annotated[ServiceState, Depend
 
 
 @router.get("/{run_id}/artifacts/{name:path}", response_class=Response,
-            responses={200: {"content": {"application/octet-stream": {}}}})
+            responses={**NOT_FOUND, 200: {"content": ARTIFACT_CONTENT, "description": "the file's bytes"},
+                       410: error_response("the artifact's bytes are missing from the store")})
 def get_artifact(run_id: str, name: str, _: Reader, state: Annotated[ServiceState, Depends(service)]) -> Response:
     """One collected file's bytes."""
     with state.sessions() as session:
@@ -172,15 +180,12 @@ def get_artifact(run_id: str, name: str, _: Reader, state: Annotated[ServiceStat
         data = state.store.get(digest)
     except FileNotFoundError as exc:
         raise HTTPException(status.HTTP_410_GONE, detail="the artifact's bytes are missing from the store") from exc
-    media = mimetypes.guess_type(name)[0] or "application/octet-stream"
-    if media.startswith("text/") or name.endswith((".md", ".json", ".csv", ".py", ".tex")):
-        media = (media if media.startswith("text/") or media == "application/json" else "text/plain") \
-            + "; charset=utf-8"
-    return Response(content=data, media_type=media, headers={"ETag": f'"{digest}"'})
+    return Response(content=data, media_type=artifact_media_type(name), headers={"ETag": f'"{digest}"'})
 
 
 @router.post("/{run_id}/rejudge", response_model=RunDetail, status_code=status.HTTP_202_ACCEPTED,
-             responses={409: {"description": "the run has nothing to judge yet, or is being judged"}})
+             responses={**ADMIN_ONLY, **NOT_FOUND,
+                        **conflict("the run has nothing to judge yet, or is being judged")})
 def rejudge(run_id: str, principal: Admin, state: Annotated[ServiceState, Depends(service)]) -> RunDetail:
     """Judge a finished run again on the ``judges`` queue; earlier judgements stay, marked not current."""
     with state.sessions() as session:

@@ -7,11 +7,12 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, HTTPException, Query, status
 
 from orchestrator.api.auth import Reader
+from orchestrator.api.responses import AUTHENTICATED, NOT_FOUND
 from orchestrator.api.schemas import Page, ScenarioDetail, ScenarioOut
 from orchestrator.api.state import ServiceState, service
 from scenarios.loader import LoadedScenario
 
-router = APIRouter(prefix="/v1/scenarios", tags=["scenarios"])
+router = APIRouter(prefix="/v1/scenarios", tags=["scenarios"], responses=AUTHENTICATED)
 
 
 def _summary(loaded: LoadedScenario) -> dict:
@@ -43,7 +44,7 @@ def list_scenarios(
     return Page[ScenarioOut](items=items, total=len(chosen), limit=limit, offset=offset)
 
 
-@router.get("/{scenario_id}", response_model=ScenarioDetail)
+@router.get("/{scenario_id}", response_model=ScenarioDetail, responses=NOT_FOUND)
 def get_scenario(scenario_id: str, _: Reader, state: Annotated[ServiceState, Depends(service)]) -> ScenarioDetail:
     """One scenario as an agent would see it (task prompt, workspace file names); never its rubric."""
     if scenario_id not in state.catalog:

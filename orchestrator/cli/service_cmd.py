@@ -15,6 +15,7 @@ import socket
 import sys
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -317,13 +318,51 @@ def _parameters(items: list[str] | None) -> dict[str, Any]:
     return parameters
 
 
-def follow_batch(client: ApiClient, batch_id: str, total: int, poll_s: float, quiet: bool) -> dict[str, Any]:
+#: the longest wait between two tries while the API is away
+MAX_BACKOFF_S = 30.0
+
+
+def patient_get(client: ApiClient, path: str, patience_s: float, say: Callable[[str], None],
+                first_delay_s: float = 1.0) -> httpx.Response:
+    """GET ``path``, riding out an API that is away (connection refused, 5xx) for up to ``patience_s``.
+
+    A batch goes on in the service while its API restarts, so a follower waits with a growing delay
+    (capped at ``MAX_BACKOFF_S``) and says so, instead of giving up on the first failed poll.
+    """
+    away_since: float | None = None
+    delay = first_delay_s
+    while True:
+        try:
+            response = client.request("GET", path)
+            if response.status_code < 500:
+                if away_since is not None:
+                    say(f"the API answers again after {time.monotonic() - away_since:.0f} s")
+                return response
+            why = f"{response.status_code} {_problems(response)}"
+        except ApiUnreachable as exc:
+            why = str(exc)
+        now = time.monotonic()
+        away_since = away_since if away_since is not None else now
+        if now - away_since + delay > patience_s:
+            raise ApiUnreachable(f"GET {path}: the API has been away for {now - away_since:.0f} s ({why}); "
+                                 f"giving up after --patience {patience_s:.0f} s")
+        say(f"the API is away ({why}); the batch goes on in the service; retrying in {delay:.0f} s")
+        time.sleep(delay)
+        delay = min(delay * 2, MAX_BACKOFF_S)
+
+
+def follow_batch(client: ApiClient, batch_id: str, total: int, poll_s: float, quiet: bool,
+                 patience_s: float = 900.0) -> dict[str, Any]:
     """A live progress bar until the batch is finished; returns the final batch."""
     with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
                   TextColumn("{task.fields[states]}"), TimeElapsedColumn(), console=err, disable=quiet) as progress:
         bar = progress.add_task(f"batch {batch_id}", total=total, states="")
+
+        def say(message: str) -> None:
+            progress.console.print(f"[yellow]{message}[/yellow]")
+
         while True:
-            response = client.request("GET", f"/v1/batches/{batch_id}")
+            response = patient_get(client, f"/v1/batches/{batch_id}", patience_s, say)
             if response.status_code != 200:
                 raise ApiUnreachable(f"GET /v1/batches/{batch_id}: {response.status_code} {_problems(response)}")
             batch = response.json()
@@ -358,6 +397,8 @@ def submit(
     name: Annotated[str | None, typer.Option()] = None,
     follow: Annotated[bool, typer.Option("--follow", help="show progress, then the results table")] = False,
     poll: Annotated[float, typer.Option(help="seconds between progress polls", min=0.1)] = 1.0,
+    patience: Annotated[float, typer.Option(help="with --follow: seconds to keep retrying while the API is away",
+                                            min=0.0)] = 900.0,
     api_url: Annotated[str | None, typer.Option(help="default: INTEGRITYLAB_API_URL")] = None,
     token: Annotated[str | None, typer.Option(help="default: INTEGRITYLAB_API_TOKEN")] = None,
     idempotency_key: Annotated[str | None, typer.Option(help="default: a new random key")] = None,
@@ -382,6 +423,7 @@ def submit(
         raise typer.Exit(2) from exc
     client = ApiClient(api_url or settings.api_url, token)
     key = idempotency_key or uuid.uuid4().hex
+    batch: dict[str, Any] | None = None
     try:
         response = client.request("POST", "/v1/batches", json=body, headers={"Idempotency-Key": key})
         if response.status_code not in (200, 201):
@@ -396,10 +438,13 @@ def submit(
             else:
                 print(batch["id"])
             return
-        batch = follow_batch(client, batch["id"], batch["planned_runs"], poll, as_json)
-        summary = client.request("GET", f"/v1/batches/{batch['id']}/summary").json()
+        batch = follow_batch(client, batch["id"], batch["planned_runs"], poll, as_json, patience)
+        summary = patient_get(client, f"/v1/batches/{batch['id']}/summary", patience,
+                              lambda message: err.print(f"[yellow]{message}[/yellow]")).json()
     except ApiUnreachable as exc:
         err.print(f"[red]error:[/red] {exc}")
+        if follow and isinstance(batch, dict) and "id" in batch:
+            err.print(f"batch {batch['id']} goes on in the service: GET /v1/batches/{batch['id']} shows where it stands")
         raise typer.Exit(1) from exc
     if as_json:
         print(json.dumps({"batch": batch, "summary": summary}))

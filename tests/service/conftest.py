@@ -175,9 +175,10 @@ class Stack:
         env.update(self.extra_env)
         return env
 
-    def _spawn(self, name: str, args: list[str]) -> subprocess.Popen:
+    def _spawn(self, name: str, args: list[str], env: dict[str, str] | None = None) -> subprocess.Popen:
         log = open(self.logs / f"{name}.log", "ab")  # noqa: SIM115 - closed with the process
-        process = subprocess.Popen([sys.executable, "-m", "orchestrator.cli.app", *args], cwd=REPO, env=self.env(),
+        process = subprocess.Popen([sys.executable, "-m", "orchestrator.cli.app", *args], cwd=REPO,
+                                   env={**self.env(), **(env or {})},
                                    stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         self.processes[name] = process
         return process
@@ -192,10 +193,11 @@ class Stack:
                  f"the API to answer (log: {self.logs / 'api.log'})")
         return process
 
-    def start_worker(self, name: str = "worker", concurrency: int = 1) -> subprocess.Popen:
+    def start_worker(self, name: str = "worker", concurrency: int = 1,
+                     env: dict[str, str] | None = None) -> subprocess.Popen:
         before = self.log(name).count(" ready.")
         process = self._spawn(name, ["worker", "--concurrency", str(concurrency), "--hostname", f"{name}@test",
-                                     "--loglevel", "info"])
+                                     "--loglevel", "info"], env)
         wait_for(lambda: self.log(name).count(" ready.") > before, 60, f"{name} to be ready")
         return process
 

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import func, select
 
 from orchestrator import worker
 from orchestrator.artifacts import ArtifactStore
@@ -159,3 +159,56 @@ def test_only_database_failures_are_held_back() -> None:
     assert database_unavailable(wrapped)
     assert not database_unavailable(IntegrityError("insert", {}, ValueError("duplicate")))
     assert not database_unavailable(ValueError("a bug"))
+
+
+@requires_bwrap
+def test_two_workers_a_fifteen_second_cut_drops_nothing_and_runs_nothing_twice(stack) -> None:  # type: ignore[no-untyped-def]
+    """Real Celery workers: one reaches PostgreSQL through the proxy, the other directly; no reconciler runs,
+    so a message a worker acknowledged without recording would leave its run queued for good."""
+    from orchestrator.db.models import EventRow
+    from tests.service.conftest import admin_token, wait_for
+
+    import httpx
+
+    host_port = stack.database_url.split("@", 1)[1].split("/", 1)[0]
+    host, port = host_port.rsplit(":", 1)
+    proxy = CuttableProxy((host, int(port)))
+    proxied_url = stack.database_url.replace(host_port, f"127.0.0.1:{proxy.port}")
+    stack.start_api()
+    stack.start_worker("cut-worker", env={"INTEGRITYLAB_DATABASE_URL": proxied_url, "INTEGRITYLAB_DB_WAIT_S": "60"})
+    stack.start_worker("steady-worker")
+    sessions = session_factory(stack.database_url)
+    token = admin_token(stack.database_url)
+    body = {"name": "db-cut", "selection": {"ids": [TRAP]}, "agents": [{"model": "scripted:honest"}], "epochs": 24}
+    with httpx.Client(base_url=stack.api_url, headers={"Authorization": f"Bearer {token}"}, timeout=30) as client:
+        response = client.post("/v1/batches", json=body)
+        assert response.status_code == 201, response.text
+        batch_id = response.json()["id"]
+
+    def finished() -> list[Run]:
+        with sessions() as session:
+            return list(session.scalars(select(Run).where(Run.batch_id == batch_id, Run.finished_at.is_not(None))))
+
+    wait_for(lambda: len(finished()) >= 3, 90, "three runs to finish before the cut")
+    try:
+        proxy.cut()
+        cut_at = time.monotonic()
+        before_cut = len(finished())
+        time.sleep(15)
+        during_cut = len(finished()) - before_cut
+    finally:
+        proxy.restore()
+    assert time.monotonic() - cut_at >= 15
+    wait_for(lambda: [r.status for r in finished()].count("done") == 24, 180,
+             "every run of the batch to be judged after the cut")
+    with sessions() as session:
+        runs_ = list(session.scalars(select(Run).where(Run.batch_id == batch_id)))
+        exits = dict(session.execute(select(EventRow.run_id, func.count()).where(
+            EventRow.run_id.in_([r.id for r in runs_]), EventRow.kind == "exit").group_by(EventRow.run_id)).all())
+    assert [r.status for r in runs_] == ["done"] * 24, [(r.id, r.status, r.error_message) for r in runs_]
+    assert {r.verdict for r in runs_} == {"Pass"}
+    assert all(exits.get(r.id) == 1 for r in runs_), exits  # no run's agent reached its exit twice
+    assert during_cut >= 3, during_cut  # the worker that kept its database kept going
+    cut_log = stack.log("cut-worker")
+    assert "takes no work until it answers" in cut_log and "answers again" in cut_log, cut_log[-3000:]
+    proxy.cut()

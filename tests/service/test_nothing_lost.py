@@ -158,6 +158,13 @@ def test_api_restarted_during_a_batch_changes_nothing(live) -> None:
     body = {"name": "api-restart", "selection": {"ids": [TRAP, CONTROL]}, "agents": [{"model": "slow:honest"}],
             "epochs": 2}
     batch = _submit(client, body, key="api-restart-1")
+    follower_log = stack.logs / "follower.log"
+    with open(follower_log, "wb") as log:  # a user following another batch through the outage
+        follower = subprocess.Popen(
+            [sys.executable, "-m", "orchestrator.cli.app", "submit", "--scenario", TRAP, "--model", "slow:honest",
+             "--name", "followed-through-restart", "--follow", "--poll", "0.3", "--patience", "120"],
+            cwd=REPO, env=stack.env(), stdout=subprocess.PIPE, stderr=log, text=True)
+    wait_for(lambda: "runs queued" in follower_log.read_text(), 30, "the follower's batch to be queued")
     first = _running_with_events(stack, batch["id"], at_least=1)
     seen: list[int] = []
     with client.stream("GET", f"/v1/runs/{first.id}/events", headers={"Accept": "text/event-stream"}) as stream:
@@ -169,6 +176,7 @@ def test_api_restarted_during_a_batch_changes_nothing(live) -> None:
     stack.kill("api")  # SIGKILL mid-batch
     with session_factory(stack.database_url)() as session:
         assert session.scalar(select(Batch.status).where(Batch.id == batch["id"])) in ("queued", "running")
+    time.sleep(5)  # longer than one request's own retries: the follower must wait it out
     stack.start_api()
     again = _submit(client, body, key="api-restart-1")  # a client retrying its submit after the outage
     assert again["id"] == batch["id"] and again["planned_runs"] == 4
@@ -186,6 +194,11 @@ def test_api_restarted_during_a_batch_changes_nothing(live) -> None:
     spans = sorted((r.started_at, r.finished_at) for r in found)
     assert all(spans[i][1] <= spans[i + 1][0] for i in range(len(spans) - 1)), spans
     assert json.loads(client.get(f"/v1/batches/{batch['id']}").text)["progress"]["fraction"] == 1.0
+    followed, _ = follower.communicate(timeout=150)
+    told = follower_log.read_text()
+    assert follower.returncode == 0, told
+    assert "the API is away" in told and "retrying in" in told and "the API answers again" in told, told
+    assert "react/slow:honest" in followed  # it still printed the results table
 
 
 def test_health_checks_the_compose_file_uses(live) -> None:
