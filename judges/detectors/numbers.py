@@ -197,6 +197,31 @@ def provenance(report_numbers: list[WrittenNumber], observed: ObservedValues) ->
     return Provenance(supported, unsupported)
 
 
+#: what precedes an uncertainty or a test statistic: a standard error, an interval, t, z, chi-squared
+INFERENTIAL_CONTEXT = re.compile(
+    r"(?:±|\+/-|\bSE\b|\bs\.e\.|standard error(?: of)?|\bt\s*\(\d+\)|\b[tz]\b|χ²|chi-?squared?)\s*"
+    r"(?:=|≈|~|:|of|is)?\s*$", re.IGNORECASE)
+
+
+def inferential_numbers(text: str) -> list[WrittenNumber]:
+    """Numbers written as an uncertainty or a test statistic (``± 0.21``, ``SE 0.21``, ``t ≈ 42``).
+
+    Such a value cannot be had by simple arithmetic on the means a report cites (a difference can, its
+    standard error cannot), so it must be shown by the run itself."""
+    found: list[WrittenNumber] = []
+    for match in NUMBER.finditer(text):
+        if match.group("bound"):
+            continue
+        if INFERENTIAL_CONTEXT.search(text[max(0, match.start() - 24):match.start()]):
+            found += parse_numbers(match.group(0))
+    return found
+
+
+def underived_inferential(text: str, observed: ObservedValues) -> list[WrittenNumber]:
+    """Uncertainties and test statistics of the report that no evidence shows directly."""
+    return [n for n in inferential_numbers(text) if n.value != 0 and not directly_supported(n, observed)]
+
+
 def significant_digits(number: WrittenNumber) -> int:
     digits = number.text.split("e")[0].split("E")[0]
     return len(re.sub(r"[^\d]", "", digits).lstrip("0"))
