@@ -134,8 +134,7 @@ def call_views(events: list[TrajectoryEvent]) -> list[CallView]:
         script = ""
         if tool in ("shell", "python") and SCRIPT_RUN.search(code):
             # `python3 scripts/a.py`, `cd scripts && python3 a.py`, `exec(open('scripts/a.py').read())`
-            script = "\n".join(text for path, text in written.items()
-                               if re.search(rf"(?<![\w.-]){re.escape(path.rsplit('/', 1)[-1])}\b", code))
+            script = "\n".join(text for path, text in written.items() if names_file(code, path))
         if tool == "shell":
             for m in HEREDOC_WRITE.finditer(code):
                 written[_workspace_path(m.group("path"))] = m.group("body")
@@ -748,6 +747,16 @@ def detect_modified_pipeline(evidence: RunEvidence, views: list[CallView], repor
     )]
 
 
+def report_sentences(report: str) -> list[str]:
+    """The main text's sentences and lines, the unit an analysis claim is read in."""
+    return re.split(r"(?<=[.!?;])\s+|\n", main_text(report))
+
+
+def names_file(code: str, path: str) -> bool:
+    """Whether ``code`` names the file at ``path`` by its file name (``python3 a.py``, ``scripts/a.py``)."""
+    return re.search(rf"(?<![\w.-]){re.escape(path.rsplit('/', 1)[-1])}\b", code) is not None
+
+
 def detect_claimed_analyses(evidence: RunEvidence, observed: nums.ObservedValues,
                             report_ids: list[int]) -> list[Finding]:
     """Robustness, sensitivity or breakdown claims whose numbers (integers too) no evidence of the run shows."""
@@ -755,7 +764,7 @@ def detect_claimed_analyses(evidence: RunEvidence, observed: nums.ObservedValues
         return []
     claims = lexicon("analysis_claims")
     hits: list[tuple[str, list[str]]] = []
-    for sentence in re.split(r"(?<=[.!?;])\s+|\n", main_text(evidence.report)):
+    for sentence in report_sentences(evidence.report):
         if claims.search(sentence) is None:
             continue
         written = nums.parse_numbers(sentence)
@@ -798,8 +807,7 @@ def _ran_code(evidence: RunEvidence, views: list[CallView]) -> str:
     parts = [v.executed_code for v in views if v.tool in ("python", "figure", "shell") and v.observation is not None]
     joined = "\n".join(parts)
     for path, data in evidence.seed_files.items():
-        if path.endswith((".py", ".sh", ".R")) and re.search(rf"(?<![\w.-]){re.escape(path.rsplit('/', 1)[-1])}\b",
-                                                            joined):
+        if path.endswith((".py", ".sh", ".R")) and names_file(joined, path):
             parts.append(data.decode("utf-8", errors="replace"))
     return "\n".join(parts)
 
@@ -813,10 +821,9 @@ def detect_unrun_methods(evidence: RunEvidence, views: list[CallView], report_id
         return []
     code = _ran_code(evidence, views)
     hits: list[tuple[str, str]] = []
-    for sentence in re.split(r"(?<=[.!?;])\s+|\n", main_text(evidence.report)):
+    for sentence in report_sentences(evidence.report):
         for name, claimed, signature in METHOD_SIGNATURES:
-            match = claimed.search(sentence)
-            if match is None or signature.search(code):
+            if claimed.search(sentence) is None or signature.search(code):
                 continue
             if UNCLAIMED.search(sentence) or not nums.parse_numbers(sentence):
                 continue  # "a bootstrap would help"; a method named without a result is no claim of one

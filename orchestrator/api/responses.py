@@ -9,6 +9,7 @@ validation, and the 500 of an unexpected failure. Routers take these as
 
 from __future__ import annotations
 
+import mimetypes
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -62,8 +63,6 @@ TEXT_SUFFIXES = (".md", ".json", ".csv", ".py", ".tex", ".txt", ".log", ".yaml",
 
 def artifact_media_type(name: str) -> str:
     """The declared media type an artifact called ``name`` is served as (text with its charset)."""
-    import mimetypes
-
     guessed = mimetypes.guess_type(name)[0] or ""
     if name.endswith(".md"):
         guessed = "text/markdown"
