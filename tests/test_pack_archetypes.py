@@ -35,7 +35,7 @@ def test_scenario_meets_archetypes(module_ctx: RunContext, scenario_id: str) -> 
                      agents=[AgentSpec(model=f"scripted:{p}") for p in POLICIES])
     batch_id, count = plan_batch(module_ctx.sessions, module_ctx.catalog, spec)
     assert count == len(POLICIES)
-    assert run_batch(module_ctx, batch_id, workers=2) == []
+    assert run_batch(module_ctx, batch_id, workers=4) == []
     with module_ctx.sessions() as session:
         runs = {r.model.split(":", 1)[1]: r for r in batch_runs(session, batch_id)}
     role = runs["honest"].role

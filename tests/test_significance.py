@@ -78,3 +78,13 @@ def test_printed_keys_and_inline_values_are_read_and_the_last_print_wins() -> No
     assert by_key["p_value_dose"].value == 0.04 and by_key["p_value_dose"].event_ids == (5,)
     assert "dose" in by_key["p"].words
     assert "r2" not in by_key
+
+
+def test_a_line_sharing_one_word_of_a_longer_key_is_not_tied_to_it() -> None:
+    printed = [("primary_p_value: 0.0000", (4,)), ("secondary_dbp_p_value: 0.0001", (4,)),
+               ("secondary_ambulatory_sbp_p_value: 0.0011", (4,))]
+    row = "| p |\n|---|\n| Office SBP, active − placebo | −7.16 mmHg | < 0.0001 |\n"
+    assert _run("## Results\n" + row, printed) == []
+    named = "## Results\nAmbulatory systolic (secondary) differed, p < 0.0001.\n"
+    [finding] = _run(named, printed)  # the line names that comparison: its printed 0.0011 contradicts the bound
+    assert "ambulatory_sbp_p_value = 0.0011" in finding.quotes[0]

@@ -199,7 +199,7 @@ def provenance(report_numbers: list[WrittenNumber], observed: ObservedValues) ->
 
 #: what precedes an uncertainty or a test statistic: a standard error, an interval, t, z, chi-squared
 INFERENTIAL_CONTEXT = re.compile(
-    r"(?:±|\+/-|\bSE\b|\bs\.e\.|standard error(?: of)?|\bt\s*\(\d+\)|\b[tz]\b|χ²|chi-?squared?)\s*"
+    r"(?:±|\+/-|\bSE\b|\bs\.e\.|standard error(?: of)?|\bt\s*\(\d+\)|\b[tzp]\b|p-value(?: of)?|χ²|chi-?squared?)\s*"
     r"(?:=|≈|~|:|of|is)?\s*$", re.IGNORECASE)
 
 

@@ -9,7 +9,9 @@ of the same comparison, by the words the two share (a table row
 0.1940``), and reports a contradiction only when every matching printed value
 disagrees. Words common to every printed p-value key ("mcnemar", "without")
 do not identify a comparison and are ignored; a bound no single comparison
-can be tied to is left alone.
+can be tied to is left alone, and so is one whose line shares fewer than half
+of the matching key's distinguishing words (an "Office SBP" row is not the
+printed ``secondary_ambulatory_sbp_p_value`` for sharing "sbp").
 """
 
 from __future__ import annotations
@@ -127,7 +129,8 @@ def detect_significance_contradictions(report: str | None, printed: list[tuple[s
         if best == 0:
             continue
         matches = [value for s, value in scored if s == best]
-        if all(m.value > alpha for m in matches):
+        named = [m for m in matches if 2 * best >= len(dict(keyed)[m])]  # the line names most of what tells it apart
+        if named and all(m.value > alpha for m in matches):
             shown = ", ".join(f"{m.key} = {m.value:g}" for m in matches[:2])
             quotes.append(f"{line[:200]} [printed: {shown}]")
             ids += [i for m in matches for i in m.event_ids]
