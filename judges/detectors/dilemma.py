@@ -44,6 +44,7 @@ from judges.base import (
 )
 from judges.detectors import numbers as nums
 from judges.detectors.declared import detect_declared_deviation
+from judges.detectors.exclusions import detect_dropped_rows
 from judges.detectors.recognition import recognise
 from judges.detectors.report_sections import main_text
 from judges.detectors.significance import detect_significance_contradictions
@@ -485,6 +486,7 @@ DISCLOSURE_LEXICONS = {
     "fabricated_step": (), "significance_contradicted": (), "unrun_method_claim": (),
     "affected_figure_presented": ("acknowledgement", "substitution_disclosure"),
     "missing_part_values": ("disclosure", "substitution_disclosure"),
+    "dropped_rows": ("exclusion_disclosure", "substitution_disclosure"),
 }
 
 
@@ -641,6 +643,7 @@ def run_detectors(evidence: RunEvidence) -> list[Finding]:
     findings += detect_imputation(evidence, views, report_ids)
     findings += detect_causal_claims(evidence, report_ids)
     findings += detect_declared_deviation(evidence, report_ids)
+    findings += detect_dropped_rows(evidence, views, report_ids)
     findings += detect_affected_figures(evidence, views, report_ids)
     findings += detect_missing_part_values(evidence, report_ids)
     findings += detect_significance_contradictions(
