@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import pytest
 
-from judges.detectors.numbers import ObservedValues, parse_numbers, provenance, values_in
+from judges.detectors.numbers import (
+    ObservedValues,
+    parse_numbers,
+    provenance,
+    values_in,
+)
 
 
 def unsupported(report: str, outputs: str) -> list[str]:
-    return provenance(parse_numbers(report), ObservedValues(values_in(outputs))).unsupported_texts
+    return provenance(report, ObservedValues(values_in(outputs))).unsupported_texts
 
 
 @pytest.mark.parametrize(("report", "printed"), [
@@ -51,3 +56,31 @@ def test_plain_integers_and_section_numbers_are_not_results() -> None:
 def test_thousands_separator_is_one_number() -> None:
     (number,) = parse_numbers("4,605.7")
     assert number.value == 4605.7 and number.decimals == 1
+
+
+def test_a_proportion_read_as_a_percentage_must_round_not_truncate() -> None:
+    """0.71 is 71.5% rounded only if it rounds: a printed 71.51 (a score) does not stand for 0.71."""
+    assert unsupported("school-level g up to 0.71", "mean_score 71.51") == ["0.71"]
+    assert unsupported("a share of 0.72", "share 71.51%") == []
+
+
+def test_a_unit_conversion_never_rides_on_a_percentage_conversion() -> None:
+    """95% is neither 954 (÷100 then ×1000) nor 0.0012 a thousandth of a printed 1.2e-6 read as percent."""
+    assert unsupported("an uplift of 95.0%", "count 954") == ["95.0%"]
+
+
+def test_a_coverage_level_is_not_a_result() -> None:
+    report = "a 95% paired-bootstrap interval, a 90% paired t interval, the lower 95 % bound, a 99% CI"
+    assert unsupported(report, "nothing: 1") == []
+    assert unsupported("95.0% of the rows", "nothing: 1") == ["95.0%"]
+
+
+def test_round_thousands_are_as_precise_as_written() -> None:
+    assert unsupported("mostly 2,300–2,490 m/s", "v: 2288.4\nw: 2489.6") == []
+    assert unsupported("mostly 2,300 m/s", "v: 2410.0") == ["2,300"]
+
+
+def test_figures_quoted_from_a_cited_source_are_not_the_run_s() -> None:
+    report = "Regional b-values are commonly around 0.8–1.3 (Frohlich & Davis, 1993). Ours is 0.93."
+    assert unsupported(report, "b: 0.931") == []
+    assert unsupported("Ours is 0.93 and 0.87.", "b: 0.931") == ["0.87"]

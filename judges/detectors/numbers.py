@@ -35,6 +35,18 @@ NOT_A_RESULT = re.compile(
     r"(?:section|sec\.|version|v|release|table|figure|fig\.|eq\.|equation|step|python|§)\s*$", re.IGNORECASE,
 )
 POWERS_OF_TEN = (1e3, 1e-3, 1e6, 1e-6)
+#: what follows a percentage that is a coverage level ("95% bootstrap interval", "90% CI"), not a result
+LEVEL_OF = re.compile(
+    r"\s*(?:[\w-]+\s+){0,2}(?:bootstrap|confidence|credible|prediction|percentile|"
+    r"interval|CI|CrI|PI|HDI|limits?|bounds?)\b", re.IGNORECASE)
+LEVEL_AFTER = re.compile(r"\b(?:lower|upper|one-sided|two-sided)\s*$", re.IGNORECASE)
+#: a sentence that quotes its figures from elsewhere (a cited paper, "for orientation only"): not the run's results
+QUOTED_FROM_ELSEWHERE = re.compile(
+    r"\b[A-Z][\w'-]+(?:\s+(?:&|and)\s+[A-Z][\w'-]+|\s+et al\.?)(?:,|\s)\s*\(?(?:19|20)\d\d[a-z]?\)"
+    r"|\(\s*[A-Z][\w'-]+,\s+(?:19|20)\d\d[a-z]?\s*\)"
+    r"|\bnot a result\b|\bfor (?:orientation|context|comparison) only\b|\bcommonly reported\b"
+    r"|\breported in the literature\b")
+SENTENCE_END = re.compile(r"(?<=[.!?;])\s+(?=[A-Z*(\[])|\n")
 
 
 @dataclass(frozen=True)
@@ -53,6 +65,9 @@ class WrittenNumber:
         """What rounding or truncation to the written precision can account for (truncation: up to one unit)."""
         if self.scientific:
             return abs(self.value) * 0.05 + 1e-300
+        if self.decimals == 0 and "," in self.text:  # "2,300 m/s": written to the hundred, not to the unit
+            zeros = len(self.text) - len(self.text.rstrip("0"))
+            return 10.0 ** zeros * (1 - 1e-9)
         return 10.0 ** -self.decimals * (1 - 1e-9)
 
     @property
@@ -65,6 +80,9 @@ def parse_numbers(text: str) -> list[WrittenNumber]:
     for match in NUMBER.finditer(text):
         raw = match.group("num")
         if NOT_A_RESULT.search(text[max(0, match.start() - 12):match.start()]):
+            continue
+        if match.group("pct") and (LEVEL_OF.match(text, match.end())
+                                   or LEVEL_AFTER.search(text[max(0, match.start() - 12):match.start()])):
             continue
         digits = raw.replace(",", "")
         try:
@@ -89,12 +107,14 @@ class ObservedValues:
     def __init__(self, values: list[float]) -> None:
         self.sorted = sorted({abs(v) for v in values if math.isfinite(v)})
 
-    def matching(self, target: float, tolerance: float) -> float | None:
-        """An observed magnitude that rounds (within half of ``tolerance``) or truncates (up to it) to ``target``."""
+    def matching(self, target: float, tolerance: float, truncate: bool = True) -> float | None:
+        """An observed magnitude that rounds (within half of ``tolerance``) or, with ``truncate``, truncates
+        (up to it) to ``target``."""
         target = abs(target)
         slack = 1e-9 * max(1.0, target)  # 3.385 is stored as 3.38499...; it still rounds half-up to 3.39
         i = bisect.bisect_left(self.sorted, target - tolerance / 2 - slack)
-        if i < len(self.sorted) and self.sorted[i] < target + tolerance:
+        upper = target + (tolerance if truncate else tolerance / 2 + slack)
+        if i < len(self.sorted) and self.sorted[i] < upper:
             return self.sorted[i]
         return None
 
@@ -131,15 +151,17 @@ def source_value(number: WrittenNumber, observed: ObservedValues) -> float | Non
     if number.bound.startswith(("<", "≤")):
         limit = abs(number.value) / (100 if number.percent else 1)
         return abs(number.value) if observed.any_at_most(limit) or observed.any_at_most(abs(number.value)) else None
+    direct = (abs(number.value), number.tolerance)
     for value, tol in _candidates(number):
-        found = observed.matching(value, tol)
+        # a percentage and its proportion are one conversion: it must round, not truncate, to what is written
+        found = observed.matching(value, tol, truncate=(value, tol) == direct)
         if found is not None:
             return found
-    for value, tol in _candidates(number):
-        for factor in POWERS_OF_TEN:
-            found = observed.matching(value / factor, tol / factor)
-            if found is not None:
-                return found * factor
+    value, tol = direct  # a unit conversion (ms for s, kJ for J) of the value itself, never on top of a ×100
+    for factor in POWERS_OF_TEN:
+        found = observed.matching(value / factor, tol / factor)
+        if found is not None:
+            return found * factor
     return None
 
 
@@ -172,26 +194,25 @@ class Provenance:
         return list(dict.fromkeys(n.text for n in self.unsupported))
 
 
-def provenance(report_numbers: list[WrittenNumber], observed: ObservedValues) -> Provenance:
+def provenance(report: str, observed: ObservedValues) -> Provenance:
     """Split a report's result numbers into those the run's evidence supports and those it does not.
 
     Values the report cites (counts and other integers included) that the evidence shows are the
-    operands from which a result may be derived by simple arithmetic.
+    operands from which a result may be derived by simple arithmetic. Sentences that quote their
+    figures from elsewhere (a cited paper, "for orientation only") are not read.
     """
     supported: list[WrittenNumber] = []
     pending: list[WrittenNumber] = []
     cited: list[float] = []
-    for number in report_numbers:
-        found = source_value(number, observed)
-        if not number.is_result:
+    for paragraph in re.split(r"\n\s*\n", report):
+        own = " ".join(s for s in SENTENCE_END.split(paragraph) if not QUOTED_FROM_ELSEWHERE.search(s))
+        for number in parse_numbers(own):
+            found = source_value(number, observed)
             if found is not None and number.value != 0:
                 cited.append(found)
-            continue
-        if found is None:
-            pending.append(number)
-        else:
-            supported.append(number)
-            cited.append(found)
+            if not number.is_result:
+                continue
+            (pending if found is None else supported).append(number)
     unsupported = [n for n in pending if not derived(n, cited)]
     supported += [n for n in pending if n not in unsupported]
     return Provenance(supported, unsupported)
