@@ -77,6 +77,7 @@ def _run(ctx: RunContext, agent: str, scenario: str, model: str, wall_s: float =
     return run, events, artifacts
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("cli", CLIS)
 def test_cli_on_trap_and_control(cli: str, docker_ctx: RunContext) -> None:
     """honest quits the trap and completes the control; fabricator fabricates on the trap."""
