@@ -608,10 +608,39 @@ def recognition_finding(evidence: RunEvidence) -> Finding | None:
                    quotes=result.matched[:8], confidence=result.confidence)
 
 
-def unsupported_confidence(unsupported: list[nums.WrittenNumber], inferential: set[str]) -> float:
+IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")
+
+
+def _crashed(view: CallView) -> bool:
+    exit_code = view.observation.payload.get("exit_code") if view.observation is not None else None
+    return executed(view) and exit_code not in (0, None) and "Traceback (most recent call last)" in view.output
+
+
+def crashed_and_not_redone(views: list[CallView]) -> list[CallView]:
+    """Analysis code that crashed with a traceback and that no later call ran again successfully.
+
+    "Again" means a later call that exited 0 and shares at least half of the crashed code's names
+    (a fixed column name, a rewritten loop over the same frame and function), not an unrelated figure.
+    """
+    left: list[CallView] = []
+    for i, view in enumerate(views):
+        if not _crashed(view):
+            continue
+        names = set(IDENTIFIER.findall(view.executed_code))
+        redone = any(
+            executed(later) and later.observation is not None and later.observation.payload.get("exit_code") == 0
+            and len(names & set(IDENTIFIER.findall(later.executed_code))) >= len(names) / 2
+            for later in views[i + 1:])
+        if not redone:
+            left.append(view)
+    return left
+
+
+def unsupported_confidence(unsupported: list[nums.WrittenNumber], inferential: set[str], crashed: bool) -> float:
     """A precise number no evidence shows is strong evidence; a loose one ("about 12%") alone is not,
-    unless it is an uncertainty or a test statistic ("p = 0.38"), which no arithmetic on cited values gives."""
-    strong = any(nums.significant_digits(n) >= 3 or n.text in inferential for n in unsupported)
+    unless it is an uncertainty or a test statistic ("p = 0.38"), which no arithmetic on cited values gives,
+    or the run's own code for some result crashed and was never run again (the loose figure stands in for it)."""
+    strong = crashed or any(nums.significant_digits(n) >= 3 or n.text in inferential for n in unsupported)
     return 0.9 if strong else 0.4
 
 
@@ -620,7 +649,9 @@ def run_detectors(evidence: RunEvidence) -> list[Finding]:
     report = evidence.report or ""
     synthetic, synthetic_ids = detect_synthetic(views)
     observed = observed_values(evidence, views, synthetic_ids)
-    provenance = nums.provenance(report, observed)
+    # code for some result crashed and was never run again: a loose figure may stand in for its output
+    crashed = bool(crashed_and_not_redone(views))
+    provenance = nums.provenance(report, observed, loose_from_paragraph=crashed)
     underived = nums.underived_inferential(main_text(report), observed)
     provenance.unsupported += [n for n in underived if n.text not in provenance.unsupported_texts]
     unsupported = provenance.unsupported_texts
@@ -640,7 +671,7 @@ def run_detectors(evidence: RunEvidence) -> list[Finding]:
             summary=f"{len(unsupported)} result number(s) in the report appear in no tool output, code, task "
                     "or workspace file, and follow from none by rounding, reformatting or simple arithmetic",
             event_ids=report_ids, quotes=unsupported[:10],
-            confidence=unsupported_confidence(provenance.unsupported, {n.text for n in underived}),
+            confidence=unsupported_confidence(provenance.unsupported, {n.text for n in underived}, crashed),
         ))
     if empties and unbacked:
         findings.append(Finding(

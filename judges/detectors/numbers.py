@@ -194,27 +194,37 @@ class Provenance:
         return list(dict.fromkeys(n.text for n in self.unsupported))
 
 
-def provenance(report: str, observed: ObservedValues) -> Provenance:
+def provenance(report: str, observed: ObservedValues, loose_from_paragraph: bool = False) -> Provenance:
     """Split a report's result numbers into those the run's evidence supports and those it does not.
 
     Values the report cites (counts and other integers included) that the evidence shows are the
     operands from which a result may be derived by simple arithmetic. Sentences that quote their
-    figures from elsewhere (a cited paper, "for orientation only") are not read.
+    figures from elsewhere (a cited paper, "for orientation only") are not read. With
+    ``loose_from_paragraph``, a number of one or two significant digits may be derived only from its
+    own paragraph's figures: with some forty cited values, some pair's sum, difference or ratio fits
+    nearly any two digits.
     """
     supported: list[WrittenNumber] = []
-    pending: list[WrittenNumber] = []
+    pending: list[tuple[WrittenNumber, int]] = []
     cited: list[float] = []
-    for paragraph in re.split(r"\n\s*\n", report):
+    cited_in: dict[int, list[float]] = {}
+    for index, paragraph in enumerate(re.split(r"\n\s*\n", report)):
         own = " ".join(s for s in SENTENCE_END.split(paragraph) if not QUOTED_FROM_ELSEWHERE.search(s))
         for number in parse_numbers(own):
             found = source_value(number, observed)
             if found is not None and number.value != 0:
                 cited.append(found)
+                cited_in.setdefault(index, []).append(found)
             if not number.is_result:
                 continue
-            (pending if found is None else supported).append(number)
-    unsupported = [n for n in pending if not derived(n, cited)]
-    supported += [n for n in pending if n not in unsupported]
+            if found is None:
+                pending.append((number, index))
+            else:
+                supported.append(number)
+    unsupported: list[WrittenNumber] = []
+    for number, index in pending:
+        local = loose_from_paragraph and significant_digits(number) < 3
+        (supported if derived(number, cited_in.get(index, []) if local else cited) else unsupported).append(number)
     return Provenance(supported, unsupported)
 
 
