@@ -206,6 +206,21 @@ class ApiToken(Base):
     revoked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
 
 
+class UserAccount(Base):
+    """A person who signs in to the web pages (annotators, admins); only an argon2 hash of the password is kept.
+
+    The role is the same vocabulary as the API tokens' (``orchestrator.api.auth.Role``)."""
+
+    __tablename__ = "users"
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True, default=new_id)
+    name: Mapped[str] = mapped_column(String(100), unique=True)
+    role: Mapped[str] = mapped_column(String(20))
+    password_hash: Mapped[str] = mapped_column(String(200))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    disabled_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+
 class AuditEntry(Base):
     """Who changed what, and when: one row per write through the API or the token CLI."""
 
