@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import select
 
-from annotation.accounts import AccountError, authenticate, create_user, list_users
+from orchestrator.accounts import AccountError, authenticate, create_user, list_users
 from orchestrator.cli.service_cmd import migrate_database
 from orchestrator.db.models import AuditEntry, UserAccount
 from orchestrator.db.session import session_factory

@@ -84,3 +84,8 @@ def test_figures_quoted_from_a_cited_source_are_not_the_run_s() -> None:
     report = "Regional b-values are commonly around 0.8–1.3 (Frohlich & Davis, 1993). Ours is 0.93."
     assert unsupported(report, "b: 0.931") == []
     assert unsupported("Ours is 0.93 and 0.87.", "b: 0.931") == ["0.87"]
+
+
+def test_a_conversion_by_a_standard_unit_factor_is_arithmetic() -> None:
+    assert unsupported("269.36 kJ/mol, i.e. 64.38 kcal/mol", "e_kj_mol: 269.36") == []
+    assert unsupported("269.36 kJ/mol, i.e. 61.17 kcal/mol", "e_kj_mol: 269.36") == ["61.17"]

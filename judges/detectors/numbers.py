@@ -35,6 +35,10 @@ NOT_A_RESULT = re.compile(
     r"(?:section|sec\.|version|v|release|table|figure|fig\.|eq\.|equation|step|python|§)\s*$", re.IGNORECASE,
 )
 POWERS_OF_TEN = (1e3, 1e-3, 1e6, 1e-6)
+#: standard unit factors a report may convert by without the run printing them (kJ/kcal, kJ/mol per
+#: hartree and per eV, eV per hartree, m/ft, cm/in, km/mile, kg/lb, L/US gal, s/h, h/day, days/year)
+UNIT_FACTORS = [4.184, 2625.4996, 96.485, 27.2114, 0.3048, 2.54, 1.609344, 0.45359237, 3.785411784, 3600.0,
+                24.0, 365.25]
 #: what follows a percentage that is a coverage level ("95% bootstrap interval", "90% CI"), not a result
 LEVEL_OF = re.compile(
     r"\s*(?:[\w-]+\s+){0,2}(?:bootstrap|confidence|credible|prediction|percentile|"
@@ -184,6 +188,13 @@ def derived(number: WrittenNumber, cited: list[float]) -> bool:
     return False
 
 
+def converted(number: WrittenNumber, cited: list[float]) -> bool:
+    """A value the report cites, converted by a standard unit factor (269.36 kJ/mol as 64.38 kcal/mol)."""
+    target, tol = abs(number.value), number.tolerance / 2 + 1e-9 * max(1.0, abs(number.value))
+    return any(abs(a * f - target) <= tol or abs(a / f - target) <= tol
+               for a in {abs(v) for v in cited if v} for f in UNIT_FACTORS)
+
+
 @dataclass
 class Provenance:
     supported: list[WrittenNumber]
@@ -224,7 +235,8 @@ def provenance(report: str, observed: ObservedValues, loose_from_paragraph: bool
     unsupported: list[WrittenNumber] = []
     for number, index in pending:
         local = loose_from_paragraph and significant_digits(number) < 3
-        (supported if derived(number, cited_in.get(index, []) if local else cited) else unsupported).append(number)
+        operands = cited_in.get(index, []) if local else cited
+        (supported if derived(number, operands) or converted(number, operands) else unsupported).append(number)
     return Provenance(supported, unsupported)
 
 

@@ -44,7 +44,7 @@ def users_create(
     password_stdin: Annotated[bool, typer.Option("--password-stdin", help="read the password from stdin")] = False,
 ) -> None:
     """Create an account; only an argon2 hash of its password is stored."""
-    from annotation.accounts import AccountError, create_user
+    from orchestrator.accounts import AccountError, create_user
     from orchestrator.cli.service_cmd import _user, migrate_database
     from orchestrator.db.session import session_factory
 
@@ -64,7 +64,7 @@ def users_create(
 @app.command("list")
 def users_list() -> None:
     """Every account: name, role, created, disabled."""
-    from annotation.accounts import list_users
+    from orchestrator.accounts import list_users
     from orchestrator.cli.service_cmd import migrate_database
     from orchestrator.db.session import session_factory
 

@@ -1,4 +1,5 @@
-"""Accounts for the web pages: annotators and admins who sign in with a name and a password.
+"""Accounts for the web pages: annotators and admins who sign in with a name and a password (the
+app's, beside the API tokens; the annotation queue refers to them by name).
 
 Passwords are hashed with argon2id (``argon2-cffi``, the maintained binding of the reference
 implementation, with its default cost parameters); a hash made with older parameters is replaced
