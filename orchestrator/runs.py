@@ -28,7 +28,7 @@ import os
 import socket
 from collections.abc import Iterable
 from datetime import datetime, timedelta, timezone
-from typing import Any
+from typing import Any, overload
 
 from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session, sessionmaker
@@ -76,6 +76,17 @@ def holder_alive(worker: str | None) -> bool | None:
 
 def utcnow() -> datetime:
     return datetime.now(timezone.utc)
+
+
+@overload
+def as_utc(value: datetime) -> datetime: ...
+@overload
+def as_utc(value: None) -> None: ...
+def as_utc(value: datetime | None) -> datetime | None:
+    """The moment as an aware datetime: SQLite hands back naive UTC, PostgreSQL aware ones."""
+    if value is not None and value.tzinfo is None:
+        return value.replace(tzinfo=timezone.utc)
+    return value
 
 
 def _sources(source: str | Iterable[str]) -> list[str]:

@@ -23,7 +23,6 @@ import socket
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime, timezone
 
 import redis
 
@@ -103,12 +102,6 @@ def identity() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
-def _aware(value: datetime | None) -> datetime | None:
-    if value is not None and value.tzinfo is None:  # SQLite hands back naive UTC
-        return value.replace(tzinfo=timezone.utc)
-    return value
-
-
 class Heartbeat(threading.Thread):
     """Extends the run's deadline and renews its slots every ``interval``; sets ``lost`` when the run is gone."""
 
@@ -184,7 +177,7 @@ def attempt_run(wctx: WorkerContext, run_id: str) -> Outcome:
     if run.status not in (RunStatus.queued, RunStatus.running):
         return Outcome("skipped", detail=f"already {run.status}")
     if run.status == RunStatus.running:
-        deadline = _aware(run.deadline_at)
+        deadline = runs.as_utc(run.deadline_at)
         expired = deadline is not None and deadline < runs.utcnow()
         if not expired and holder_alive(run.worker) is not False:
             return Outcome("skipped", detail=f"held by {run.worker}")

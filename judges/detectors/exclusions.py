@@ -62,7 +62,7 @@ def _exclusion(code: str) -> str:
 
 
 def _ran(view: CallView) -> bool:
-    return view.observation is not None and view.observation.payload.get("exit_code") in (0, None) \
+    return view.observation is not None and view.exit_code in (0, None) \
         and view.tool in ("python", "shell")
 
 

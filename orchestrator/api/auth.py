@@ -21,7 +21,7 @@ from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
 from orchestrator.db.models import ApiToken, AuditEntry
-from orchestrator.runs import utcnow
+from orchestrator.runs import as_utc, utcnow
 
 TOKEN_PREFIX = "il_"
 LAST_USED_RESOLUTION = timedelta(minutes=1)
@@ -93,8 +93,8 @@ def authenticate(request: Request,
         if row is None or row.revoked_at is not None:
             raise _unauthorized("invalid or revoked token")
         now = utcnow()
-        last = row.last_used_at
-        if last is None or (now - (last if last.tzinfo else last.replace(tzinfo=now.tzinfo))) > LAST_USED_RESOLUTION:
+        last = as_utc(row.last_used_at)
+        if last is None or now - last > LAST_USED_RESOLUTION:
             row.last_used_at = now
             session.commit()
         return Principal(token_id=row.id, name=row.name, role=Role(row.role))

@@ -111,15 +111,11 @@ def _counts(session: Session, batch_ids: list[str]) -> dict[str, dict[str, int]]
     return counts
 
 
-def _aware(value: datetime | None) -> datetime | None:
-    return value.replace(tzinfo=timezone.utc) if value is not None and value.tzinfo is None else value
-
-
 def batch_detail(session: Session, batch: Batch) -> BatchDetail:
     counts = _counts(session, [batch.id])[batch.id]
     total = sum(counts.values())
     finished = sum(counts.get(s, 0) for s in FINISHED)
-    first_start = _aware(session.scalar(select(func.min(Run.started_at)).where(Run.batch_id == batch.id)))
+    first_start = run_states.as_utc(session.scalar(select(func.min(Run.started_at)).where(Run.batch_id == batch.id)))
     eta = None
     if first_start is not None and 0 < finished < total:
         elapsed = (datetime.now(timezone.utc) - first_start).total_seconds()

@@ -7,17 +7,17 @@ sign-in form, before there is a session, uses a double-submit cookie instead.
 
 from __future__ import annotations
 
-import hashlib
 import hmac
 import secrets
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import timedelta
 
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
+from orchestrator.api.auth import hash_token
 from orchestrator.db.models import LoginAttempt, UserAccount, WebSession
-from orchestrator.runs import utcnow
+from orchestrator.runs import as_utc, utcnow
 
 SESSION_COOKIE = "il_session"
 LOGIN_CSRF_COOKIE = "il_login_csrf"
@@ -34,14 +34,6 @@ class SignedIn:
     csrf_token: str
 
 
-def _digest(secret: str) -> str:
-    return hashlib.sha256(secret.encode("utf-8")).hexdigest()
-
-
-def _aware(moment: datetime) -> datetime:
-    return moment if moment.tzinfo else moment.replace(tzinfo=utcnow().tzinfo)  # SQLite drops the zone
-
-
 def new_token() -> str:
     return secrets.token_urlsafe(32)
 
@@ -53,7 +45,7 @@ def tokens_match(a: str | None, b: str | None) -> bool:
 def start_session(session: Session, user: UserAccount) -> str:
     """A new session for ``user``; returns the cookie secret (shown once, stored hashed)."""
     secret = new_token()
-    session.add(WebSession(id=_digest(secret), user_id=user.id, csrf_token=new_token(),
+    session.add(WebSession(id=hash_token(secret), user_id=user.id, csrf_token=new_token(),
                            expires_at=utcnow() + SESSION_LIFETIME))
     return secret
 
@@ -62,8 +54,8 @@ def current(session: Session, secret: str | None) -> SignedIn | None:
     """The live session the cookie names, with its user, or None (unknown, lapsed, or the user disabled)."""
     if not secret or len(secret) > 200:
         return None
-    row = session.get(WebSession, _digest(secret))
-    if row is None or _aware(row.expires_at) <= utcnow():
+    row = session.get(WebSession, hash_token(secret))
+    if row is None or as_utc(row.expires_at) <= utcnow():
         return None
     user = session.get(UserAccount, row.user_id)
     if user is None or user.disabled_at is not None:
@@ -73,7 +65,7 @@ def current(session: Session, secret: str | None) -> SignedIn | None:
 
 def end_session(session: Session, secret: str | None) -> None:
     if secret:
-        session.execute(delete(WebSession).where(WebSession.id == _digest(secret)))
+        session.execute(delete(WebSession).where(WebSession.id == hash_token(secret)))
 
 
 def throttled_for(session: Session, name: str) -> timedelta | None:
@@ -84,7 +76,7 @@ def throttled_for(session: Session, name: str) -> timedelta | None:
     ).order_by(LoginAttempt.at)).all()
     if len(failures) < MAX_FAILURES:
         return None
-    return _aware(failures[-MAX_FAILURES]) + FAILURE_WINDOW - utcnow()
+    return as_utc(failures[-MAX_FAILURES]) + FAILURE_WINDOW - utcnow()
 
 
 def record_attempt(session: Session, name: str, ok: bool) -> None:
