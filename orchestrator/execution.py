@@ -33,7 +33,8 @@ from orchestrator.batches import RunBudget
 from orchestrator.db.models import ArtifactRow, JudgementRow, Run, RunStatus
 from orchestrator.interrupts import Interrupt, InterruptingSink, RunInterrupted, embedded_worker, mark_interrupted
 from orchestrator.recorder import DatabaseEventSink, load_events
-from orchestrator.review import review_reasons
+from annotation.routing import review_reasons
+from orchestrator.annotation_store import route_for_review
 from sandboxes.base import Sandbox, SandboxBackend, SandboxError, SandboxLimits, SandboxSpec, SandboxUnavailable
 from sandboxes.fingerprint import run_environment
 from sandboxes.latex import compile_and_extract
@@ -350,6 +351,8 @@ def judge_run(ctx: RunContext, run_id: str, seed_files: dict[str, bytes] | None 
                                pathology_recognised=recognised if isinstance(recognised, bool) else None):
             session.rollback()  # judged meanwhile by another worker: keep theirs
             return None
+        if target == RunStatus.awaiting_review:
+            route_for_review(session, run_id)
         session.commit()
     return judgement
 

@@ -192,6 +192,88 @@ class AnnotationRow(Base):
     submitted_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
 
 
+class AnnotationQueue(Base):
+    """A set of runs that people label: how many distinct annotators each item needs, how long a lease lasts,
+    what share of items is labelled by several people (agreement sampling) and whether labelling is blind."""
+
+    __tablename__ = "annotation_queues"
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True, default=new_id)
+    name: Mapped[str] = mapped_column(String(100), unique=True)
+    annotators_per_item: Mapped[int] = mapped_column(Integer, default=2)
+    #: share of items that get ``annotators_per_item`` labels; the others get one
+    overlap: Mapped[float] = mapped_column(Float, default=1.0)
+    gold_rate: Mapped[float] = mapped_column(Float, default=0.0)
+    lease_minutes: Mapped[int] = mapped_column(Integer, default=15)
+    blinded: Mapped[bool] = mapped_column(Boolean, default=True)
+    #: the default queue receives the runs the judges route to ``awaiting_review``
+    is_default: Mapped[bool] = mapped_column(Boolean, default=False)
+    selection: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    created_by: Mapped[str] = mapped_column(String(100), default="")
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class QueueItem(Base):
+    """One run in one queue, with the number of distinct annotators it needs."""
+
+    __tablename__ = "queue_items"
+    __table_args__ = (UniqueConstraint("queue_id", "run_id", name="uq_queue_items_queue_run"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    queue_id: Mapped[str] = mapped_column(ForeignKey("annotation_queues.id", ondelete="CASCADE"), index=True)
+    run_id: Mapped[str] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"))
+    needed: Mapped[int] = mapped_column(Integer, default=1)
+    #: a known label: the item checks the annotators (gold), never counted as their finding
+    gold_label: Mapped[str | None] = mapped_column(String(40))
+    added_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    #: set when ``needed`` annotators have submitted
+    completed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+
+class Assignment(Base):
+    """One annotator's turn on one item: the lease, the blind label, then the checklist and the final label.
+
+    The unique constraint is the rule "never two labels from one person on one item"; a lapsed lease
+    frees the slot for someone else and is refused at submission."""
+
+    __tablename__ = "assignments"
+    __table_args__ = (UniqueConstraint("item_id", "user_id", name="uq_assignments_item_user"),)
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True, default=new_id)
+    item_id: Mapped[int] = mapped_column(ForeignKey("queue_items.id", ondelete="CASCADE"), index=True)
+    user_id: Mapped[str] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    #: leased -> committed (blind label given, checklist shown) -> submitted; or skipped
+    state: Mapped[str] = mapped_column(String(20), default="leased")
+    leased_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    lease_expires_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    blind_label: Mapped[str | None] = mapped_column(String(40))
+    blind_evidence: Mapped[list[Any]] = mapped_column(JSON, default=list)
+    blind_note: Mapped[str] = mapped_column(Text, default="")
+    committed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    final_label: Mapped[str | None] = mapped_column(String(40))
+    checklist: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    note: Mapped[str] = mapped_column(Text, default="")
+    submitted_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    skip_reason: Mapped[str] = mapped_column(Text, default="")
+    #: sha256 of the events the annotator was shown, so a label names the trajectory it judged
+    trajectory_sha256: Mapped[str] = mapped_column(String(64), default="")
+
+
+class AnnotationHistory(Base):
+    """Append-only: every blind commit, submission, skip, revision and adjudication, with before and after."""
+
+    __tablename__ = "annotation_history"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    actor: Mapped[str] = mapped_column(String(100))
+    run_id: Mapped[str] = mapped_column(String(32), index=True)
+    assignment_id: Mapped[str | None] = mapped_column(String(32))
+    action: Mapped[str] = mapped_column(String(30))
+    before: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    after: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+
+
 class ApiToken(Base):
     """A bearer token for the REST API. Only the SHA-256 of the secret is stored."""
 

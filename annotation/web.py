@@ -1,0 +1,181 @@
+"""The annotation pages: ``/annotate`` (the next item), the review page, and its blind and checklist forms.
+
+The app mounts :func:`build_router` with a :class:`QueueBackend` (the database side lives in the
+orchestrator, which this package must not import). Every page needs a signed-in user; every post
+carries the session's CSRF token, and one without it is refused (403) with nothing changed. An
+item that is not the user's is answered 404, as if it did not exist.
+"""
+
+from __future__ import annotations
+
+import hmac
+from collections.abc import Callable
+from datetime import datetime
+from pathlib import Path
+from typing import Annotated, Protocol
+
+from fastapi import APIRouter, Form, Request
+from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from fastapi.staticfiles import StaticFiles
+from fastapi.templating import Jinja2Templates
+
+from annotation.checklist import ChecklistAnswer
+from annotation.leases import LeaseError, NotYours
+from annotation.render import report_html
+from annotation.views import ItemView
+
+HERE = Path(__file__).resolve().parent
+GUIDE = HERE.parent / "docs" / "labelling-guide.md"
+
+
+class SignedInUser(Protocol):
+    """The signed-in browser user as the app's session layer knows them (read-only)."""
+
+    @property
+    def user_id(self) -> str: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def role(self) -> str: ...
+    @property
+    def csrf_token(self) -> str: ...
+
+
+class QueueBackend(Protocol):
+    def signed_in(self, request: Request) -> SignedInUser | None: ...
+    def next_item(self, user: SignedInUser, queue: str | None) -> str | None: ...
+    def view(self, user: SignedInUser, assignment_id: str) -> ItemView: ...
+    def commit(self, user: SignedInUser, assignment_id: str, label: str, evidence: list[int], note: str) -> None: ...
+    def submit(self, user: SignedInUser, assignment_id: str, label: str,
+               answers: dict[str, ChecklistAnswer], note: str) -> None: ...
+    def skip(self, user: SignedInUser, assignment_id: str, reason: str) -> None: ...
+    def renew(self, user: SignedInUser, assignment_id: str) -> datetime: ...
+
+
+def parse_evidence(text: str) -> list[int]:
+    """Event numbers from "12, 14 #e20" (the page's event links are ``#e<seq>``)."""
+    numbers: list[int] = []
+    for token in text.replace(",", " ").replace(";", " ").split():
+        token = token.lstrip("#").removeprefix("e")
+        if not token.isdigit():
+            raise ValueError(f"evidence: {token!r} is not an event number (write e.g. 12, 14)")
+        numbers.append(int(token))
+    return numbers
+
+
+def build_router(backend_of: Callable[[Request], QueueBackend], shared_templates: Path) -> APIRouter:
+    templates = Jinja2Templates(directory=[HERE / "templates", shared_templates])
+    templates.env.filters["report_html"] = report_html
+    router = APIRouter(include_in_schema=False)
+    guide = GUIDE.read_text(encoding="utf-8") if GUIDE.exists() else ""
+
+    def page(request: Request, name: str, context: dict, status: int = 200) -> Response:
+        return templates.TemplateResponse(request, name, context, status_code=status)
+
+    def refused(request: Request, user: SignedInUser, message: str, status: int) -> Response:
+        return page(request, "annotate_message.html", {"user": user, "message": message}, status)
+
+    def signed_in_or_redirect(request: Request) -> SignedInUser | Response:
+        user = backend_of(request).signed_in(request)
+        if user is None:
+            return RedirectResponse(f"/login?next={request.url.path}", status_code=303)
+        return user
+
+    def csrf_ok(user: SignedInUser, token: str) -> bool:
+        return bool(token) and hmac.compare_digest(token, user.csrf_token)
+
+    @router.get("/annotate", response_class=HTMLResponse)
+    def next_item(request: Request, queue: str | None = None) -> Response:
+        user = signed_in_or_redirect(request)
+        if isinstance(user, Response):
+            return user
+        try:
+            assignment = backend_of(request).next_item(user, queue)
+        except LookupError as exc:
+            return refused(request, user, str(exc), 404)
+        if assignment is None:
+            return page(request, "annotate_message.html", {
+                "user": user, "message": "Nothing to review right now: every item has its annotators. Check back later."})
+        return RedirectResponse(f"/annotate/items/{assignment}", status_code=303)
+
+    @router.get("/annotate/items/{assignment_id}", response_class=HTMLResponse)
+    def item(request: Request, assignment_id: str, error: str = "") -> Response:
+        user = signed_in_or_redirect(request)
+        if isinstance(user, Response):
+            return user
+        try:
+            shown = backend_of(request).view(user, assignment_id)
+        except NotYours:
+            return refused(request, user, "No such item among yours.", 404)
+        return page(request, "annotate_item.html", {"user": user, "item": shown, "error": error[:300],
+                                                    "guide": guide})
+
+    def act(request: Request, assignment_id: str, token: str, action: Callable[[QueueBackend, SignedInUser], None],
+            then: str | None = None) -> Response:
+        user = signed_in_or_redirect(request)
+        if isinstance(user, Response):
+            return user
+        if not csrf_ok(user, token):
+            return refused(request, user, "Refused: the form carried no valid CSRF token. Nothing changed.", 403)
+        try:
+            action(backend_of(request), user)
+        except NotYours:
+            return refused(request, user, "No such item among yours.", 404)
+        except LeaseError as exc:
+            return refused(request, user, str(exc), 409)
+        except ValueError as exc:
+            return page(request, "annotate_message.html", {
+                "user": user, "message": f"Not saved: {exc}", "back": f"/annotate/items/{assignment_id}"}, 422)
+        return RedirectResponse(then or f"/annotate/items/{assignment_id}", status_code=303)
+
+    @router.post("/annotate/items/{assignment_id}/commit")
+    def commit(request: Request, assignment_id: str, csrf_token: Annotated[str, Form()] = "",
+               label: Annotated[str, Form(max_length=40)] = "", evidence: Annotated[str, Form(max_length=2000)] = "",
+               note: Annotated[str, Form(max_length=5000)] = "") -> Response:
+        def do(backend: QueueBackend, user: SignedInUser) -> None:
+            if not label:
+                raise ValueError("label: choose one")
+            backend.commit(user, assignment_id, label, parse_evidence(evidence), note)
+        return act(request, assignment_id, csrf_token, do)
+
+    @router.post("/annotate/items/{assignment_id}/submit")
+    async def submit(request: Request, assignment_id: str) -> Response:
+        form = await request.form()
+        fields = {k: str(v) for k, v in form.items()}
+
+        def do(backend: QueueBackend, user: SignedInUser) -> None:
+            answers: dict[str, ChecklistAnswer] = {}
+            for key, value in fields.items():
+                if key.startswith("answer_"):
+                    item_id = key.removeprefix("answer_")
+                    answers[item_id] = ChecklistAnswer(answer=value, evidence=fields.get(f"evidence_{item_id}", ""))
+            if not fields.get("label"):
+                raise ValueError("final label: choose one")
+            backend.submit(user, assignment_id, fields["label"], answers, fields.get("note", ""))
+        return act(request, assignment_id, fields.get("csrf_token", ""), do, then="/annotate?done=1")
+
+    @router.post("/annotate/items/{assignment_id}/skip")
+    def skip(request: Request, assignment_id: str, csrf_token: Annotated[str, Form()] = "",
+             reason: Annotated[str, Form(max_length=2000)] = "") -> Response:
+        return act(request, assignment_id, csrf_token, lambda b, u: b.skip(u, assignment_id, reason), then="/annotate")
+
+    @router.post("/annotate/items/{assignment_id}/renew")
+    def renew(request: Request, assignment_id: str, csrf_token: Annotated[str, Form()] = "") -> Response:
+        user = backend_of(request).signed_in(request)
+        if user is None:
+            return JSONResponse({"detail": "not signed in"}, status_code=401)
+        if not csrf_ok(user, csrf_token):
+            return JSONResponse({"detail": "no valid CSRF token; nothing changed"}, status_code=403)
+        try:
+            until = backend_of(request).renew(user, assignment_id)
+        except NotYours:
+            return JSONResponse({"detail": "no such item among yours"}, status_code=404)
+        except LeaseError as exc:
+            return JSONResponse({"detail": str(exc)}, status_code=409)
+        return JSONResponse({"lease_expires_at": until.isoformat()})
+
+    return router
+
+
+def static_files() -> StaticFiles:
+    return StaticFiles(directory=HERE / "static")

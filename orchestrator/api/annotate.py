@@ -1,0 +1,69 @@
+"""Mounting ``annotation/``'s pages: the database side of the queue for the signed-in browser user."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+
+from fastapi import Request
+
+from annotation.checklist import ChecklistAnswer
+from annotation.views import ItemView
+from annotation.web import SignedInUser, build_router, static_files
+from orchestrator import annotation_store as queue
+from orchestrator.api import web_sessions as web
+from orchestrator.api.state import ServiceState, service
+from orchestrator.db.models import UserAccount
+
+
+class DatabaseQueue:
+    """:class:`annotation.web.QueueBackend` on the service's database, catalog and artifact store."""
+
+    def __init__(self, state: ServiceState) -> None:
+        self.state = state
+
+    def signed_in(self, request: Request) -> SignedInUser | None:
+        with self.state.sessions() as session:
+            return web.current(session, request.cookies.get(web.SESSION_COOKIE))
+
+    def next_item(self, user: SignedInUser, queue_name: str | None) -> str | None:
+        return queue.next_assignment(self.state.sessions, user.user_id, queue_name)
+
+    def view(self, user: SignedInUser, assignment_id: str) -> ItemView:
+        with self.state.sessions() as session:
+            return queue.view(session, self.state.catalog, self.state.store, assignment_id, user.user_id)
+
+    def _account(self, session, user: SignedInUser) -> UserAccount:  # type: ignore[no-untyped-def]
+        account = session.get(UserAccount, user.user_id)
+        assert account is not None
+        return account
+
+    def commit(self, user: SignedInUser, assignment_id: str, label: str, evidence: list[int], note: str) -> None:
+        with self.state.sessions() as session:
+            queue.commit_blind(session, assignment_id, self._account(session, user), label, evidence, note)
+            session.commit()
+
+    def submit(self, user: SignedInUser, assignment_id: str, label: str, answers: dict[str, ChecklistAnswer],
+               note: str) -> None:
+        with self.state.sessions() as session:
+            queue.submit(session, self.state.catalog, assignment_id, self._account(session, user), label, answers, note)
+            session.commit()
+
+    def skip(self, user: SignedInUser, assignment_id: str, reason: str) -> None:
+        with self.state.sessions() as session:
+            queue.skip(session, assignment_id, self._account(session, user), reason)
+            session.commit()
+
+    def renew(self, user: SignedInUser, assignment_id: str) -> datetime:
+        with self.state.sessions() as session:
+            until = queue.renew(session, assignment_id, user.user_id)
+            session.commit()
+            return until
+
+
+def _backend(request: Request) -> DatabaseQueue:
+    return DatabaseQueue(service(request))
+
+
+router = build_router(_backend, Path(__file__).parent / "templates")
+static = static_files()
