@@ -34,11 +34,16 @@ def _sqlite_pragmas(dbapi_connection, _record) -> None:  # type: ignore[no-untyp
     cursor.close()
 
 
-def make_engine(url: str) -> Engine:
+def _sqlite_folder(url: str) -> None:
     if url.startswith("sqlite"):
         path = url.split("///", 1)[-1]
         if path and path != ":memory:":
             Path(path).parent.mkdir(parents=True, exist_ok=True)
+
+
+def make_engine(url: str) -> Engine:
+    if url.startswith("sqlite"):
+        _sqlite_folder(url)
         engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
         event.listen(engine, "connect", _sqlite_pragmas)
         return engine
@@ -46,7 +51,8 @@ def make_engine(url: str) -> Engine:
 
 
 def upgrade(url: str) -> None:
-    """Bring the database at ``url`` to the newest migration."""
+    """Bring the database at ``url`` to the newest migration (making an embedded database's folder first)."""
+    _sqlite_folder(url)
     command.upgrade(alembic_config(url), "head")
 
 
