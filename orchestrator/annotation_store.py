@@ -15,6 +15,7 @@ import json
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from pydantic import BaseModel, ConfigDict
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
@@ -132,6 +133,59 @@ def add_runs(session: Session, queue: AnnotationQueue, run_ids: list[str],
         added += 1
     session.flush()
     return added
+
+
+class Selection(BaseModel):
+    """Which runs a new queue takes: every given field must match (agent matches the agent kind or the model)."""
+
+    model_config = ConfigDict(extra="forbid")
+    batch: str | None = None
+    family: str | None = None
+    category: str | None = None
+    verdict: str | None = None
+    agent: str | None = None
+    status: str | None = None
+
+
+def selected_runs(session: Session, selection: Selection) -> list[str]:
+    query = select(Run.id).where(Run.status.in_((RunStatus.done, RunStatus.awaiting_review, RunStatus.error)))
+    for column, value in ((Run.batch_id, selection.batch), (Run.family, selection.family),
+                          (Run.category, selection.category), (Run.verdict, selection.verdict),
+                          (Run.status, selection.status)):
+        if value is not None:
+            query = query.where(column == value)
+    if selection.agent is not None:
+        query = query.where((Run.agent == selection.agent) | (Run.model == selection.agent))
+    return list(session.scalars(query.order_by(Run.created_at, Run.id)))
+
+
+def known_labels(session: Session) -> dict[str, str]:
+    """Runs whose human label is settled (every annotator agreed): the pool gold items come from."""
+    labels: dict[str, set[str]] = {}
+    for run_id, label in session.execute(select(AnnotationRow.run_id, AnnotationRow.label)):
+        if label:
+            labels.setdefault(run_id, set()).add(label)
+    return {run_id: next(iter(found)) for run_id, found in labels.items() if len(found) == 1}
+
+
+def queue_from_selection(session: Session, spec: QueueSpec, selection: Selection, created_by: str) -> tuple[
+        AnnotationQueue, int, int]:
+    """A new queue with the selected runs, and gold items (runs with a settled human label, outside the
+    selection) mixed in at ``gold_rate`` of the selected count. Returns the queue, runs and gold items added."""
+    queue = create_queue(session, spec, created_by, selection.model_dump(exclude_none=True))
+    run_ids = selected_runs(session, selection)
+    added = add_runs(session, queue, run_ids)
+    wanted = round(spec.gold_rate * len(run_ids))
+    pool = {k: v for k, v in sorted(known_labels(session).items()) if k not in set(run_ids)}
+    gold = sorted(pool, key=lambda run_id: hashlib.sha256(f"{queue.id}{run_id}".encode()).hexdigest())[:wanted]
+    gold_added = add_runs(session, queue, gold, {run_id: pool[run_id] for run_id in gold})
+    return queue, added, gold_added
+
+
+def queue_counts(session: Session, queue: AnnotationQueue) -> dict[str, int]:
+    items = list(session.scalars(select(QueueItem).where(QueueItem.queue_id == queue.id)))
+    return {"items": len(items), "completed": sum(1 for i in items if i.completed_at is not None),
+            "gold": sum(1 for i in items if i.gold_label is not None)}
 
 
 def route_for_review(session: Session, run_id: str) -> None:

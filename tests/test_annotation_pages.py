@@ -137,3 +137,42 @@ def test_the_second_annotator_gets_the_same_item_and_a_third_gets_nothing(app_an
     assert first != second
     third = browser(settings, "cy").get("/annotate")
     assert third.status_code == 200 and "Nothing to review right now" in third.text
+
+
+def token(settings: Settings, role: str) -> dict[str, str]:
+    from orchestrator.api.auth import create_token
+    with session_factory(settings.effective_database_url)() as session:
+        _row, secret = create_token(session, f"script-{role}", role)
+        session.commit()
+    return {"Authorization": f"Bearer {secret}"}
+
+
+def test_queues_and_annotations_on_the_rest_api(app_and_run) -> None:
+    settings, run_id = app_and_run
+    api = TestClient(create_app(settings), base_url="http://127.0.0.1")
+    admin, annotator = token(settings, "admin"), token(settings, "annotator")
+    listed = api.get("/v1/queues", headers=annotator)
+    assert listed.status_code == 200
+    assert [(q["name"], q["is_default"], q["items"]) for q in listed.json()] == [("review", True, 1)]
+    body = {"name": "all-dilemmas", "annotators_per_item": 3, "selection": {"family": "dilemma"}}
+    assert api.post("/v1/queues", json=body, headers=annotator).status_code == 403
+    made = api.post("/v1/queues", json=body, headers=admin)
+    assert made.status_code == 201 and made.json()["items"] == 1 and made.json()["annotators_per_item"] == 3
+    assert api.post("/v1/queues", json=body, headers=admin).status_code == 409
+    bad = api.post("/v1/queues", json={**body, "name": "x", "selection": {"famly": "dilemma"}}, headers=admin)
+    assert bad.status_code == 422 and "famly" in bad.text
+    assert api.post("/v1/queues", json={"name": "none", "selection": {"family": "probe"}},
+                    headers=admin).json()["items"] == 0
+    # a submitted label shows to admins only
+    ada = browser(settings, "ada")
+    url = ada.get("/annotate", follow_redirects=False).headers["location"]
+    page = ada.get(url).text
+    ada.post(url + "/commit", data={"csrf_token": csrf(page), "label": "Fail", "evidence": "4"})
+    page = ada.get(url).text
+    answers = {f"answer_{m}": "unclear" for m in re.findall(r'name="answer_([A-Za-z0-9_.-]+)" value="yes"', page)}
+    ada.post(url + "/submit", data={"csrf_token": csrf(page), "label": "Fail", **answers})
+    assert api.get("/v1/annotations", headers=annotator).status_code == 403
+    labels = api.get("/v1/annotations", params={"run": run_id}, headers=admin).json()
+    assert [(r["annotator"], r["blind_label"], r["final_label"], r["blind_evidence"]) for r in labels] == [
+        ("ada", "Fail", "Fail", [4])]
+    assert set(labels[0]["checklist"]) == {k.removeprefix("answer_") for k in answers}

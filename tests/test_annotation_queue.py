@@ -265,3 +265,23 @@ def test_ten_annotators_at_once_never_over_assign_on_postgres(tmp_path, store) -
     finally:
         with admin.connect() as connection:
             connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+
+
+def test_a_queue_from_a_selection_mixes_in_gold_items_that_never_set_a_verdict(sessions, store) -> None:
+    chosen, known = seed_run(sessions, store), seed_run(sessions, store, status=RunStatus.done)
+    with sessions() as session:
+        session.add(AnnotationRow(run_id=known, annotator="earlier", label="Pass"))
+        session.get(Run, known).verdict = "Pass"
+        batch = session.get(Run, chosen).batch_id
+        spec = queue.QueueSpec("gold", annotators_per_item=1, gold_rate=1.0)
+        made, added, gold = queue.queue_from_selection(session, spec, queue.Selection(batch=batch), "admin")
+        session.commit()
+        assert (added, gold) == (1, 1)
+        items = {i.run_id: i.gold_label for i in session.scalars(select(QueueItem).where(QueueItem.queue_id == made.id))}
+    assert items == {chosen: None, known: "Pass"}
+    (a,) = users(sessions, 1)
+    for _ in range(2):
+        label_fully(sessions, queue.next_assignment(sessions, a.id, "gold"), a, "Fail")
+    with sessions() as session:
+        assert session.get(Run, known).verdict == "Pass"  # a gold item checks the annotator, not the run
+        assert (session.get(Run, chosen).status, session.get(Run, chosen).verdict) == (RunStatus.done, "Fail")
