@@ -19,6 +19,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Resp
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 
+from annotation.agreement import AgreementReport, JudgeAgreement
 from annotation.checklist import ChecklistAnswer
 from annotation.leases import LeaseError, NotYours
 from annotation.render import report_html
@@ -50,6 +51,7 @@ class QueueBackend(Protocol):
                answers: dict[str, ChecklistAnswer], note: str) -> None: ...
     def skip(self, user: SignedInUser, assignment_id: str, reason: str) -> None: ...
     def renew(self, user: SignedInUser, assignment_id: str) -> datetime: ...
+    def agreement(self, queue: str | None) -> tuple[AgreementReport, list[JudgeAgreement]]: ...
 
 
 def parse_evidence(text: str) -> list[int]:
@@ -97,6 +99,17 @@ def build_router(backend_of: Callable[[Request], QueueBackend], shared_templates
             return page(request, "annotate_message.html", {
                 "user": user, "message": "Nothing to review right now: every item has its annotators. Check back later."})
         return RedirectResponse(f"/annotate/items/{assignment}", status_code=303)
+
+    @router.get("/annotate/agreement", response_class=HTMLResponse)
+    def agreement(request: Request, queue: str | None = None) -> Response:
+        user = signed_in_or_redirect(request)
+        if isinstance(user, Response):
+            return user
+        if user.role != "admin":  # agreement shows everyone's labels: never to an annotator
+            return refused(request, user, "Admins only.", 403)
+        result, judges = backend_of(request).agreement(queue)
+        return page(request, "annotate_agreement.html", {"user": user, "r": result, "judges": judges,
+                                                         "queue": queue})
 
     @router.get("/annotate/items/{assignment_id}", response_class=HTMLResponse)
     def item(request: Request, assignment_id: str, error: str = "") -> Response:

@@ -20,6 +20,7 @@ from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
+from annotation.agreement import Label
 from annotation.checklist import ChecklistAnswer, check_answers, questions
 from annotation.labels import check_label
 from annotation.leases import (
@@ -412,3 +413,28 @@ def _complete_if_done(session: Session, item: QueueItem, run: Run, now: datetime
     else:
         run.verdict = label
     _history(session, "queue", run.id, None, "verdict", {"verdict": before}, {"verdict": label})
+
+
+# --- agreement ---------------------------------------------------------------------------------------
+
+def agreement_inputs(session: Session, queue_name: str | None = None) -> tuple[
+        list[Label], dict[str, list[str]], list[tuple[str, str, str]]]:
+    """Final labels of submitted non-gold items (one per run and annotator), each run's groups, and the
+    gold answers (annotator, their label, the known label) in submission order."""
+    query = (select(Assignment, QueueItem, Run, UserAccount)
+             .join(QueueItem, QueueItem.id == Assignment.item_id).join(Run, Run.id == QueueItem.run_id)
+             .join(UserAccount, UserAccount.id == Assignment.user_id)
+             .where(Assignment.state == SUBMITTED).order_by(Assignment.submitted_at))
+    if queue_name:
+        query = query.join(AnnotationQueue, AnnotationQueue.id == QueueItem.queue_id).where(
+            AnnotationQueue.name == queue_name)
+    labels: dict[tuple[str, str], Label] = {}
+    groups: dict[str, list[str]] = {}
+    gold: list[tuple[str, str, str]] = []
+    for a, item, run, user in session.execute(query):
+        if item.gold_label is not None:
+            gold.append((user.name, a.final_label or "", item.gold_label))
+            continue
+        labels[(run.id, user.name)] = Label(run.id, user.name, a.final_label or "")
+        groups[run.id] = [f"family {run.family}", f"category {run.category}"]
+    return list(labels.values()), groups, gold

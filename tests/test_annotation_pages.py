@@ -176,3 +176,47 @@ def test_queues_and_annotations_on_the_rest_api(app_and_run) -> None:
     assert [(r["annotator"], r["blind_label"], r["final_label"], r["blind_evidence"]) for r in labels] == [
         ("ada", "Fail", "Fail", [4])]
     assert set(labels[0]["checklist"]) == {k.removeprefix("answer_") for k in answers}
+
+
+def label_via_pages(client: TestClient, label: str) -> None:
+    url = client.get("/annotate", follow_redirects=False).headers["location"]
+    page = client.get(url).text
+    client.post(url + "/commit", data={"csrf_token": csrf(page), "label": label, "evidence": "4"})
+    page = client.get(url).text
+    answers = {f"answer_{m}": "no" for m in re.findall(r'name="answer_([A-Za-z0-9_.-]+)" value="yes"', page)}
+    assert client.post(url + "/submit", data={"csrf_token": csrf(page), "label": label, **answers},
+                       follow_redirects=False).status_code == 303
+
+
+def test_the_agreement_page_is_for_admins_and_moves_with_the_labels(app_and_run) -> None:
+    settings, _run = app_and_run
+    sessions = session_factory(settings.effective_database_url)
+    store = ArtifactStore(settings.artifact_dir)
+    from orchestrator import annotation_store as queue
+    more = [seed_run(sessions, store) for _ in range(3)]
+    with sessions() as session:
+        for run_id in more:
+            queue.route_for_review(session, run_id)
+        session.commit()
+    make_users(sessions, ["root"], role="admin")
+    ada, bob, root = browser(settings, "ada"), browser(settings, "bob"), browser(settings, "root")
+    assert ada.get("/annotate/agreement").status_code == 403
+    for label in ("Pass", "Fail", "Flawed", "Pass"):
+        label_via_pages(ada, label)
+    for label in ("Pass", "Fail", "Flawed", "Pass"):
+        label_via_pages(bob, label)
+    page = root.get("/annotate/agreement")
+    assert page.status_code == 200 and "8 final labels on 4 runs" in page.text
+    pair = re.search(r"ada · bob</td><td>([0-9.]+)</td><td>4</td>", page.text)
+    assert pair and float(pair.group(1)) == 1.0
+    # one more run on which they disagree: kappa drops
+    last = seed_run(sessions, store)
+    with sessions() as session:
+        queue.route_for_review(session, last)
+        session.commit()
+    label_via_pages(ada, "Pass")
+    label_via_pages(bob, "Fail")
+    page = root.get("/annotate/agreement").text
+    pair = re.search(r"ada · bob</td><td>([0-9.]+)</td><td>5</td>", page)
+    assert pair and float(pair.group(1)) < 1.0
+    assert "category T07" in page and "family dilemma" in page

@@ -7,12 +7,15 @@ from pathlib import Path
 
 from fastapi import Request
 
+from annotation.agreement import AgreementReport, JudgeAgreement, report
 from annotation.checklist import ChecklistAnswer
 from annotation.views import ItemView
 from annotation.web import SignedInUser, build_router, static_files
+from judges.calibration import calibrate
 from orchestrator import annotation_store as queue
 from orchestrator.api import web_sessions as web
 from orchestrator.api.state import ServiceState, service
+from orchestrator.calibration_data import verdicts_from_database
 from orchestrator.db.models import UserAccount
 
 
@@ -59,6 +62,14 @@ class DatabaseQueue:
             until = queue.renew(session, assignment_id, user.user_id)
             session.commit()
             return until
+
+
+    def agreement(self, queue_name: str | None) -> tuple[AgreementReport, list[JudgeAgreement]]:
+        with self.state.sessions() as session:
+            labels, groups, gold = queue.agreement_inputs(session, queue_name)
+            verdicts = verdicts_from_database(session)
+        judges = [JudgeAgreement(c.judge, c.accuracy, c.kappa, c.n) for c in calibrate(verdicts)] if verdicts else []
+        return report(labels, groups, gold), judges
 
 
 def _backend(request: Request) -> DatabaseQueue:
