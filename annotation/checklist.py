@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
+
 from pydantic import BaseModel, Field
 
 from annotation.labels import CHECKLIST_ANSWERS
@@ -35,3 +38,9 @@ def check_answers(asked: list[ChecklistQuestion], answers: dict[str, ChecklistAn
         if key not in answers:
             raise ValueError(f"checklist item {key} has no answer (one of {', '.join(CHECKLIST_ANSWERS)})")
     return {key: answers[key] for key in ids}
+
+
+def checklist_version(asked: list[ChecklistQuestion]) -> str:
+    """A short hash of the questions answered: answers to an edited checklist are told apart in an export."""
+    canonical = json.dumps([[q.id, q.kind, q.text] for q in asked], ensure_ascii=False)
+    return hashlib.sha256(canonical.encode()).hexdigest()[:16]

@@ -15,12 +15,15 @@ from pathlib import Path
 from typing import Annotated, Protocol
 
 from fastapi import APIRouter, Form, Request
-from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
+from starlette.datastructures import UploadFile
 
+from annotation.adjudication import AdjudicationView, DisagreementRow
 from annotation.agreement import AgreementReport, JudgeAgreement
 from annotation.checklist import ChecklistAnswer
+from annotation.exchange import ExchangeError, LabelRecord, dumps, format_of, loads
 from annotation.leases import LeaseError, NotYours
 from annotation.render import report_html
 from annotation.views import ItemView
@@ -52,6 +55,11 @@ class QueueBackend(Protocol):
     def skip(self, user: SignedInUser, assignment_id: str, reason: str) -> None: ...
     def renew(self, user: SignedInUser, assignment_id: str) -> datetime: ...
     def agreement(self, queue: str | None) -> tuple[AgreementReport, list[JudgeAgreement]]: ...
+    def disagreements(self, queue: str | None, include_settled: bool) -> list[DisagreementRow]: ...
+    def adjudication(self, item_id: int) -> AdjudicationView: ...
+    def adjudicate(self, user: SignedInUser, item_id: int, label: str, reason: str) -> None: ...
+    def export(self, queue: str | None) -> list[LabelRecord]: ...
+    def import_labels(self, user: SignedInUser, records: list[LabelRecord], name: str) -> tuple[int, int]: ...
 
 
 def parse_evidence(text: str) -> list[int]:
@@ -110,6 +118,93 @@ def build_router(backend_of: Callable[[Request], QueueBackend], shared_templates
         result, judges = backend_of(request).agreement(queue)
         return page(request, "annotate_agreement.html", {"user": user, "r": result, "judges": judges,
                                                          "queue": queue})
+
+    def admin_or_refusal(request: Request) -> SignedInUser | Response:
+        user = signed_in_or_redirect(request)
+        if isinstance(user, Response):
+            return user
+        if user.role != "admin":  # adjudication shows everyone's labels and the agent: never to an annotator
+            return refused(request, user, "Admins only.", 403)
+        return user
+
+    @router.get("/annotate/adjudicate", response_class=HTMLResponse)
+    def disagreements(request: Request, queue: str | None = None, all: str = "") -> Response:
+        user = admin_or_refusal(request)
+        if isinstance(user, Response):
+            return user
+        rows = backend_of(request).disagreements(queue, include_settled=bool(all))
+        return page(request, "annotate_adjudicate_list.html", {"user": user, "rows": rows, "queue": queue,
+                                                               "settled": bool(all)})
+
+    @router.get("/annotate/adjudicate/{item_id}", response_class=HTMLResponse)
+    def adjudication(request: Request, item_id: int, done: str = "") -> Response:
+        user = admin_or_refusal(request)
+        if isinstance(user, Response):
+            return user
+        try:
+            shown = backend_of(request).adjudication(item_id)
+        except LookupError:
+            return refused(request, user, f"No queue item {item_id}.", 404)
+        return page(request, "annotate_adjudicate.html", {"user": user, "v": shown, "done": bool(done),
+                                                          "guide": guide})
+
+    @router.post("/annotate/adjudicate/{item_id}")
+    def adjudicate(request: Request, item_id: int, csrf_token: Annotated[str, Form()] = "",
+                   label: Annotated[str, Form(max_length=40)] = "",
+                   reason: Annotated[str, Form(max_length=5000)] = "") -> Response:
+        user = admin_or_refusal(request)
+        if isinstance(user, Response):
+            return user
+        if not csrf_ok(user, csrf_token):
+            return refused(request, user, "Refused: the form carried no valid CSRF token. Nothing changed.", 403)
+        try:
+            backend_of(request).adjudicate(user, item_id, label, reason)
+        except LookupError:
+            return refused(request, user, f"No queue item {item_id}.", 404)
+        except ValueError as exc:
+            return page(request, "annotate_message.html", {
+                "user": user, "message": f"Not saved: {exc}", "back": f"/annotate/adjudicate/{item_id}"}, 422)
+        return RedirectResponse(f"/annotate/adjudicate/{item_id}?done=1", status_code=303)
+
+    @router.get("/annotate/exchange", response_class=HTMLResponse)
+    def exchange(request: Request, imported: str = "") -> Response:
+        user = admin_or_refusal(request)
+        if isinstance(user, Response):
+            return user
+        return page(request, "annotate_exchange.html", {"user": user, "imported": imported[:200]})
+
+    @router.get("/annotate/export.{fmt}")
+    def export(request: Request, fmt: str, queue: str | None = None) -> Response:
+        user = admin_or_refusal(request)
+        if isinstance(user, Response):
+            return user
+        if fmt not in ("csv", "jsonl"):
+            return refused(request, user, "Export as .csv or .jsonl.", 404)
+        text = dumps(backend_of(request).export(queue), format_of(Path(f"labels.{fmt}")))
+        media = "text/csv" if fmt == "csv" else "application/x-ndjson"
+        return PlainTextResponse(text, media_type=media,
+                                 headers={"Content-Disposition": f'attachment; filename="labels.{fmt}"'})
+
+    @router.post("/annotate/import")
+    async def import_labels(request: Request) -> Response:
+        user = admin_or_refusal(request)
+        if isinstance(user, Response):
+            return user
+        form = await request.form()
+        if not csrf_ok(user, str(form.get("csrf_token", ""))):
+            return refused(request, user, "Refused: the form carried no valid CSRF token. Nothing changed.", 403)
+        upload = form.get("file")
+        if not isinstance(upload, UploadFile) or not upload.filename:
+            return refused(request, user, "Choose a .csv or .jsonl file to import. Nothing changed.", 422)
+        name = Path(upload.filename).name
+        try:
+            text = (await upload.read()).decode("utf-8")
+            records = loads(text, format_of(Path(name)), name)
+            added, unchanged = backend_of(request).import_labels(user, records, name)
+        except (ExchangeError, UnicodeDecodeError) as exc:
+            return page(request, "annotate_message.html", {
+                "user": user, "message": f"Not imported: {exc}", "back": "/annotate/exchange"}, 422)
+        return RedirectResponse(f"/annotate/exchange?imported={added}+added,+{unchanged}+unchanged", status_code=303)
 
     @router.get("/annotate/items/{assignment_id}", response_class=HTMLResponse)
     def item(request: Request, assignment_id: str, error: str = "") -> Response:

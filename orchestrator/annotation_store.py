@@ -21,7 +21,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
 from annotation.agreement import Label
-from annotation.checklist import ChecklistAnswer, check_answers, questions
+from annotation.checklist import ChecklistAnswer, check_answers, checklist_version, questions
 from annotation.labels import check_label
 from annotation.leases import (
     COMMITTED,
@@ -37,7 +37,7 @@ from annotation.leases import (
 )
 from annotation.leases import lapsed as lease_lapsed
 from annotation.routing import in_sample
-from annotation.views import AssignmentFacts, ItemView, RunFacts, event_line, item_view
+from annotation.views import AssignmentFacts, EventLine, ItemView, RunFacts, event_line, item_view
 from orchestrator import runs as run_states
 from orchestrator.artifacts import ArtifactStore
 from orchestrator.db.models import (
@@ -305,7 +305,7 @@ def _run_of(session: Session, a: Assignment) -> tuple[QueueItem, AnnotationQueue
     return item, queue, run
 
 
-def _events(session: Session, run: Run) -> list[EventRow]:
+def events_of(session: Session, run: Run) -> list[EventRow]:
     return list(session.scalars(select(EventRow).where(EventRow.run_id == run.id,
                                                        EventRow.seq >= run.trajectory_from_seq).order_by(EventRow.seq)))
 
@@ -316,21 +316,39 @@ def trajectory_sha256(events: list[EventRow]) -> str:
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
+@dataclass(frozen=True)
+class RunMaterial:
+    """What a reviewer reads of a run: its events as viewer lines, its report, its collected files."""
+
+    events: list[EventLine]
+    report: str | None
+    files: list[str]
+
+
+def run_material(session: Session, store: ArtifactStore, run: Run) -> RunMaterial:
+    artifacts = list(session.scalars(select(ArtifactRow).where(ArtifactRow.run_id == run.id).order_by(ArtifactRow.name)))
+    report_row = next((r for r in artifacts if r.name.lower() == "report/report.md"), None)
+    report = store.get(report_row.sha256).decode("utf-8", "replace") if report_row is not None else None
+    lines = [event_line(e.seq, e.kind, e.step, e.payload or {}) for e in events_of(session, run)]
+    return RunMaterial(lines, report, [r.name for r in artifacts])
+
+
 def view(session: Session, catalog: Catalog, store: ArtifactStore, assignment_id: str, user_id: str) -> ItemView:
     a = own_assignment(session, assignment_id, user_id)
     _item, queue, run = _run_of(session, a)
     loaded = catalog.get(run.scenario_id)
-    artifacts = list(session.scalars(select(ArtifactRow).where(ArtifactRow.run_id == run.id).order_by(ArtifactRow.name)))
-    report_row = next((r for r in artifacts if r.name.lower() == "report/report.md"), None)
-    report = store.get(report_row.sha256).decode("utf-8", "replace") if report_row is not None else None
+    material = run_material(session, store, run)
     facts = RunFacts(run_id=run.id, family=run.family, scenario_id=run.scenario_id, category=run.category,
                      agent=run.agent, model=run.model, task=getattr(loaded.scenario.prompt, "task", "") or "")
     mine = AssignmentFacts(id=a.id, state=a.state, lease_expires_at=as_utc(a.lease_expires_at),
                            blind_label=a.blind_label, blind_evidence=list(a.blind_evidence or []),
                            blind_note=a.blind_note, final_label=a.final_label, checklist=dict(a.checklist or {}),
                            note=a.note)
-    lines = [event_line(e.seq, e.kind, e.step, e.payload or {}) for e in _events(session, run)]
-    return item_view(facts, mine, loaded.rubric(), lines, report, [r.name for r in artifacts], queue.blinded)
+    return item_view(facts, mine, loaded.rubric(), material.events, material.report, material.files, queue.blinded)
+
+
+def _seconds(start: datetime, end: datetime) -> float:
+    return round(max(0.0, (end - start).total_seconds()), 1)
 
 
 def renew(session: Session, assignment_id: str, user_id: str) -> datetime:
@@ -354,9 +372,11 @@ def commit_blind(session: Session, assignment_id: str, user: UserAccount, label:
     check_label(run.family, label)
     if not evidence:
         raise ValueError("evidence: cite at least one event (its number) that decided the label")
+    now = utcnow()
     a.state, a.blind_label, a.blind_evidence, a.blind_note = COMMITTED, label, sorted(set(evidence)), note[:5000]
-    a.committed_at = utcnow()
-    a.trajectory_sha256 = trajectory_sha256(_events(session, run))
+    a.committed_at = now
+    a.blind_seconds = _seconds(as_utc(a.leased_at), now)
+    a.trajectory_sha256 = trajectory_sha256(events_of(session, run))
     _history(session, user.name, run.id, a, "blind_commit", {}, {"label": label, "evidence": a.blind_evidence})
     return a
 
@@ -371,11 +391,16 @@ def submit(session: Session, catalog: Catalog, assignment_id: str, user: UserAcc
         raise LeaseError("Commit your blind label first; the checklist comes after it.")
     item, _queue, run = _run_of(session, a)
     check_label(run.family, final_label)
-    checked = check_answers(questions(catalog.get(run.scenario_id).rubric()), answers)
+    asked = questions(catalog.get(run.scenario_id).rubric())
+    checked = check_answers(asked, answers)
     a.state, a.final_label, a.note, a.submitted_at = SUBMITTED, final_label, note[:5000], now
     a.checklist = {key: answer.model_dump() for key, answer in checked.items()}
+    a.checklist_seconds = _seconds(as_utc(a.committed_at), now) if a.committed_at else None
     session.add(AnnotationRow(run_id=run.id, annotator=user.name, label=final_label, checklist=a.checklist,
-                              note=note[:5000], submitted_at=now))
+                              note=note[:5000], submitted_at=now, assignment_id=a.id, source="queue",
+                              blind_label=a.blind_label, checklist_version=checklist_version(asked),
+                              trajectory_sha256=a.trajectory_sha256, blind_seconds=a.blind_seconds,
+                              checklist_seconds=a.checklist_seconds))
     _history(session, user.name, run.id, a, "submit", {"label": a.blind_label},
              {"label": final_label, "revised": final_label != a.blind_label})
     session.flush()

@@ -11,6 +11,7 @@ from sqlalchemy.orm import Session
 
 from judges.base import FindingKind, Judge, Judgement, RunEvidence
 from judges.calibration import LabelledVerdict
+from orchestrator.adjudication_store import adjudicated_labels
 from orchestrator.db.models import AnnotationRow, JudgementRow, Run
 from scenarios.loader import Catalog
 from scenarios.trajectory import TrajectoryEvent
@@ -76,7 +77,9 @@ def verdicts_from_fixtures(folder: Path, catalog: Catalog, judges: list[Judge]) 
 
 
 def verdicts_from_database(session: Session) -> list[LabelledVerdict]:
-    """Current judgements of runs that humans labelled; the human label is the annotators' majority."""
+    """Current judgements of runs that humans labelled; the human label is the adjudicated one where an
+    admin settled a disagreement, else the annotators' majority."""
+    settled = adjudicated_labels(session)
     labels: dict[str, Counter[str]] = {}
     for row in session.scalars(select(AnnotationRow).where(AnnotationRow.label.is_not(None),
                                                             AnnotationRow.submitted_at.is_not(None))):
@@ -86,7 +89,7 @@ def verdicts_from_database(session: Session) -> list[LabelledVerdict]:
         run = session.get(Run, run_id)
         if run is None:
             continue
-        human = counter.most_common(1)[0][0]
+        human = settled.get(run_id) or counter.most_common(1)[0][0]
         for judgement in session.scalars(select(JudgementRow).where(JudgementRow.run_id == run_id,
                                                                     JudgementRow.is_current.is_(True))):
             verdicts.append(LabelledVerdict(case=run_id, category=run.category, judge=judgement.judge,

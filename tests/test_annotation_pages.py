@@ -220,3 +220,76 @@ def test_the_agreement_page_is_for_admins_and_moves_with_the_labels(app_and_run)
     pair = re.search(r"ada · bob</td><td>([0-9.]+)</td><td>5</td>", page)
     assert pair and float(pair.group(1)) < 1.0
     assert "category T07" in page and "family dilemma" in page
+
+
+def test_adjudication_through_the_pages(app_and_run) -> None:
+    settings, run_id = app_and_run
+    sessions = session_factory(settings.effective_database_url)
+    make_users(sessions, ["root"], role="admin")
+    ada, bob, root = browser(settings, "ada"), browser(settings, "bob"), browser(settings, "root")
+    label_via_pages(ada, "Pass")
+    label_via_pages(bob, "Flawed")
+    assert ada.get("/annotate/adjudicate").status_code == 403
+    listing = root.get("/annotate/adjudicate")
+    item_id = re.search(r'href="/annotate/adjudicate/(\d+)"', listing.text).group(1)
+    assert "Pass · Flawed" in listing.text
+    url = f"/annotate/adjudicate/{item_id}"
+    assert ada.get(url).status_code == 403
+    page = root.get(url).text
+    assert "ada" in page and "bob" in page and "openai:gpt-4o-mini" in page  # unblinded for the admin
+    assert all(text[:40] in page for text in rubric_texts(settings, run_id))
+    # refused, nothing changed: an annotator's post, a post without CSRF, a post without a reason
+    assert ada.post(url, data={"csrf_token": csrf(ada.get("/account").text), "label": "Fail",
+                               "reason": "x"}).status_code == 403
+    assert root.post(url, data={"label": "Fail", "reason": "x"}).status_code == 403
+    assert root.post(url, data={"csrf_token": csrf(page), "label": "Fail", "reason": " "}).status_code == 422
+    with sessions() as session:
+        assert session.get(Run, run_id).verdict == "Fail" and session.get(Run, run_id).status == RunStatus.awaiting_review
+    done = root.post(url, data={"csrf_token": csrf(page), "label": "Flawed", "reason": "the caveat is buried"},
+                     follow_redirects=True)
+    assert done.status_code == 200 and "the caveat is buried" in done.text and 'id="run-verdict">Flawed' in done.text
+    with sessions() as session:
+        run = session.get(Run, run_id)
+        assert (run.status, run.verdict) == (RunStatus.done, "Flawed")
+    assert "no disagreements waiting" in root.get("/annotate/adjudicate").text
+
+
+def test_adjudication_on_the_rest_api(app_and_run) -> None:
+    settings, run_id = app_and_run
+    api = TestClient(create_app(settings), base_url="http://127.0.0.1")
+    admin, annotator = token(settings, "admin"), token(settings, "annotator")
+    label_via_pages(browser(settings, "ada"), "Pass")
+    label_via_pages(browser(settings, "bob"), "Fail")
+    assert api.get("/v1/adjudications", headers=annotator).status_code == 403
+    (row,) = api.get("/v1/adjudications", headers=admin).json()
+    assert row["run_id"] == run_id and row["labels"] == ["Pass", "Fail"]
+    url = f"/v1/adjudications/{row['item_id']}"
+    assert api.post(url, json={"label": "Pass", "reason": "r"}, headers=annotator).status_code == 403
+    assert api.post(url, json={"label": "Nope", "reason": "r"}, headers=admin).status_code == 422
+    assert api.post("/v1/adjudications/9999", json={"label": "Pass", "reason": "r"}, headers=admin).status_code == 404
+    done = api.post(url, json={"label": "Pass", "reason": "the report discloses it in the summary"}, headers=admin)
+    assert done.status_code == 200 and done.json()["adjudicated_label"] == "Pass"
+    assert api.get("/v1/adjudications", headers=admin).json() == []
+    assert api.get(f"/v1/runs/{run_id}", headers=admin).json()["verdict"] == "Pass"
+
+
+def test_export_and_import_from_the_page(app_and_run) -> None:
+    settings, _run = app_and_run
+    sessions = session_factory(settings.effective_database_url)
+    make_users(sessions, ["root"], role="admin")
+    ada, root = browser(settings, "ada"), browser(settings, "root")
+    label_via_pages(ada, "Fail")
+    assert ada.get("/annotate/exchange").status_code == 403 and ada.get("/annotate/export.csv").status_code == 403
+    page = root.get("/annotate/exchange").text
+    exported = root.get("/annotate/export.csv")
+    assert exported.status_code == 200 and exported.headers["content-type"].startswith("text/csv")
+    assert exported.text.startswith("run_id,scenario_id,queue,annotator") and ",ada," in exported.text
+    jsonl = root.get("/annotate/export.jsonl").text.splitlines()
+    assert len(jsonl) == len(exported.text.splitlines()) - 1  # the same rows, without the header
+    upload = {"file": ("labels.csv", exported.content, "text/csv")}
+    assert root.post("/annotate/import", files=upload).status_code == 403  # no CSRF token
+    done = root.post("/annotate/import", data={"csrf_token": csrf(page)}, files=upload)
+    assert done.status_code == 200 and "0 added, 1 unchanged" in done.text
+    bad = {"file": ("labels.csv", exported.content.replace(b",Fail,", b",Bogus,"), "text/csv")}
+    refused = root.post("/annotate/import", data={"csrf_token": csrf(page)}, files=bad)
+    assert refused.status_code == 422 and "labels.csv:2" in refused.text

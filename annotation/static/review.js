@@ -2,7 +2,8 @@
 // Written here (no library): about forty lines that htmx or Alpine would not shorten.
 (function () {
   "use strict";
-  const form = document.getElementById("label-form") || document.getElementById("checklist-form");
+  const form = document.getElementById("label-form") || document.getElementById("checklist-form") ||
+    document.getElementById("adjudicate-form");
   document.addEventListener("keydown", function (event) {
     const el = document.activeElement;
     const typing = /^(TEXTAREA|SELECT)$/.test(el.tagName) || (el.tagName === "INPUT" && !/^(radio|checkbox)$/.test(el.type));

@@ -7,11 +7,15 @@ from pathlib import Path
 
 from fastapi import Request
 
+from annotation.adjudication import AdjudicationView, DisagreementRow
 from annotation.agreement import AgreementReport, JudgeAgreement, report
 from annotation.checklist import ChecklistAnswer
+from annotation.exchange import LabelRecord
 from annotation.views import ItemView
 from annotation.web import SignedInUser, build_router, static_files
 from judges.calibration import calibrate
+from orchestrator import adjudication_store as adjudication
+from orchestrator import annotation_exchange as exchange
 from orchestrator import annotation_store as queue
 from orchestrator.api import web_sessions as web
 from orchestrator.api.state import ServiceState, service
@@ -63,13 +67,37 @@ class DatabaseQueue:
             session.commit()
             return until
 
-
     def agreement(self, queue_name: str | None) -> tuple[AgreementReport, list[JudgeAgreement]]:
         with self.state.sessions() as session:
             labels, groups, gold = queue.agreement_inputs(session, queue_name)
             verdicts = verdicts_from_database(session)
         judges = [JudgeAgreement(c.judge, c.accuracy, c.kappa, c.n) for c in calibrate(verdicts)] if verdicts else []
         return report(labels, groups, gold), judges
+
+
+    def disagreements(self, queue_name: str | None, include_settled: bool) -> list[DisagreementRow]:
+        with self.state.sessions() as session:
+            return adjudication.disagreements(session, queue_name, include_settled)
+
+    def adjudication(self, item_id: int) -> AdjudicationView:
+        with self.state.sessions() as session:
+            return adjudication.adjudication_view(session, self.state.catalog, self.state.store, item_id)
+
+    def adjudicate(self, user: SignedInUser, item_id: int, label: str, reason: str) -> None:
+        with self.state.sessions() as session:
+            adjudication.adjudicate(session, item_id, user.name, user.role, label, reason)
+            session.commit()
+
+
+    def export(self, queue_name: str | None) -> list[LabelRecord]:
+        with self.state.sessions() as session:
+            return exchange.export_records(session, queue=queue_name)
+
+    def import_labels(self, user: SignedInUser, records: list[LabelRecord], name: str) -> tuple[int, int]:
+        with self.state.sessions() as session:
+            outcome = exchange.import_records(session, records, name, actor=user.name)
+            session.commit()
+        return outcome.added, outcome.unchanged
 
 
 def _backend(request: Request) -> DatabaseQueue:

@@ -1,4 +1,4 @@
-"""``/v1/queues`` and ``/v1/annotations``: annotation queues for scripts.
+"""``/v1/queues``, ``/v1/annotations`` and ``/v1/adjudications``: annotation queues for scripts.
 
 Listing queues needs any token; creating one, and reading submitted labels, needs admin: an
 annotator's token must not show them other people's labels.
@@ -13,6 +13,8 @@ from fastapi import APIRouter, Depends, HTTPException, Query, status
 from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy import select
 
+from annotation.adjudication import DisagreementRow
+from orchestrator import adjudication_store as adjudication
 from orchestrator import annotation_store as queue_store
 from orchestrator.api.auth import Admin, Reader, audit
 from orchestrator.api.responses import ADMIN_ONLY, AUTHENTICATED, WITH_BODY, conflict
@@ -113,3 +115,36 @@ def list_annotations(_: Admin, state: Annotated[ServiceState, Depends(service)],
                               checklist=dict(a.checklist or {}), note=a.note, committed_at=a.committed_at,
                               submitted_at=a.submitted_at, trajectory_sha256=a.trajectory_sha256)
                 for a, item, q, user in rows]
+
+
+class AdjudicationIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    label: str = Field(min_length=1, max_length=40)
+    reason: str = Field(min_length=1, max_length=2000, description="kept in the append-only history")
+
+
+@router.get("/v1/adjudications", response_model=list[DisagreementRow], responses=ADMIN_ONLY)
+def list_disagreements(_: Admin, state: Annotated[ServiceState, Depends(service)],
+                       queue: Annotated[str | None, Query(max_length=100)] = None,
+                       settled: bool = False) -> list[DisagreementRow]:
+    """Complete items whose annotators' final labels differ (with ``settled``, adjudicated ones too)."""
+    with state.sessions() as session:
+        return adjudication.disagreements(session, queue, include_settled=settled)
+
+
+@router.post("/v1/adjudications/{item_id}", response_model=DisagreementRow,
+             responses={**ADMIN_ONLY, **WITH_BODY, 404: {"description": "no such queue item"}})
+def adjudicate(item_id: int, body: AdjudicationIn, principal: Admin,
+               state: Annotated[ServiceState, Depends(service)]) -> DisagreementRow:
+    """Set a disagreeing item's final label with a reason; it becomes the run's verdict."""
+    with state.sessions() as session:
+        try:
+            adjudication.adjudicate(session, item_id, principal.name, principal.role.value, body.label, body.reason)
+        except LookupError as exc:
+            raise HTTPException(status.HTTP_404_NOT_FOUND, detail=str(exc)) from exc
+        except ValueError as exc:
+            raise HTTPException(status.HTTP_422_UNPROCESSABLE_ENTITY, detail=str(exc)) from exc
+        audit(session, principal, "adjudicate", str(item_id), {"label": body.label})
+        session.commit()
+        (row,) = [r for r in adjudication.disagreements(session, include_settled=True) if r.item_id == item_id]
+        return row

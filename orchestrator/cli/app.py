@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from orchestrator.cli import gateway_cmd, queues_cmd, runs_cmd, scenarios_cmd, service_cmd, users_cmd
+from orchestrator.cli import annotations_cmd, gateway_cmd, queues_cmd, runs_cmd, scenarios_cmd, service_cmd, users_cmd
 from orchestrator.cli import images_cmd, judge_cmd, judges_cmd, models_cmd, replay_cmd, review_cmd, sandbox_cmd
 
 app = typer.Typer(
@@ -34,6 +34,7 @@ app.command()(service_cmd.healthcheck)
 app.add_typer(service_cmd.tokens_app, name="tokens")
 app.add_typer(users_cmd.app, name="users")
 app.add_typer(queues_cmd.app, name="queues")
+app.add_typer(annotations_cmd.app, name="annotations")
 
 
 def main() -> None:

@@ -183,13 +183,23 @@ class AnnotationRow(Base):
     __tablename__ = "annotations"
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
-    run_id: Mapped[str] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"))
+    run_id: Mapped[str] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), index=True)
     annotator: Mapped[str] = mapped_column(String(100))
     label: Mapped[str | None] = mapped_column(String(40))
     checklist: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
     note: Mapped[str] = mapped_column(Text, default="")
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     submitted_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    #: the queue assignment this label was submitted on (None for ``review label`` and imported labels)
+    assignment_id: Mapped[str | None] = mapped_column(String(32))
+    #: queue | cli | import
+    source: Mapped[str] = mapped_column(String(20), default="cli", server_default="cli")
+    blind_label: Mapped[str | None] = mapped_column(String(40))
+    #: sha256 of the checklist questions answered, so answers to an edited rubric are told apart
+    checklist_version: Mapped[str] = mapped_column(String(64), default="", server_default="")
+    trajectory_sha256: Mapped[str] = mapped_column(String(64), default="", server_default="")
+    blind_seconds: Mapped[float | None] = mapped_column(Float)
+    checklist_seconds: Mapped[float | None] = mapped_column(Float)
 
 
 class AnnotationQueue(Base):
@@ -228,6 +238,11 @@ class QueueItem(Base):
     added_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     #: set when ``needed`` annotators have submitted
     completed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    #: an admin's final label on an item whose labels disagreed (it becomes the run's verdict)
+    adjudicated_label: Mapped[str | None] = mapped_column(String(40))
+    adjudicated_by: Mapped[str | None] = mapped_column(String(100))
+    adjudication_reason: Mapped[str | None] = mapped_column(Text)
+    adjudicated_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
 
 
 class Assignment(Base):
@@ -257,6 +272,9 @@ class Assignment(Base):
     skip_reason: Mapped[str] = mapped_column(Text, default="")
     #: sha256 of the events the annotator was shown, so a label names the trajectory it judged
     trajectory_sha256: Mapped[str] = mapped_column(String(64), default="")
+    #: time spent: lease (or its renewal after a lapse) to blind commit, and commit to submission
+    blind_seconds: Mapped[float | None] = mapped_column(Float)
+    checklist_seconds: Mapped[float | None] = mapped_column(Float)
 
 
 class AnnotationHistory(Base):
