@@ -85,6 +85,10 @@ class AdjudicationView(BaseModel):
     adjudicated_label: str | None
     adjudicated_by: str | None
     adjudication_reason: str | None
+    total_events: int = 0
+    next_after: int | None = None
+    figures: list[str] = []
+    pdfs: list[str] = []
 
 
 def disagree(final_labels: list[str | None], needed: int, gold_label: str | None) -> bool:

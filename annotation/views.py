@@ -20,6 +20,20 @@ from annotation.leases import COMMITTED, SUBMITTED
 from scenarios.rubric import Rubric
 
 FOLD_CHARS = 1200
+#: events per page: the page opens with the first page and loads the next as the reader scrolls
+PAGE = 200
+#: collected files shown inline (SVG is listed, not inlined: it can carry script)
+INLINE_IMAGES = (".png", ".jpg", ".jpeg", ".gif", ".webp")
+
+
+class EventWindow(BaseModel):
+    """Which events a page or fragment shows: a page after ``after``, everything through ``until``
+    (to reach a linked event), or the events whose text contains ``find``."""
+
+    after: int = -1
+    until: int | None = None
+    find: str = ""
+    limit: int = PAGE
 
 
 class EventLine(BaseModel):
@@ -70,6 +84,23 @@ class ItemView(BaseModel):
     checklist: list[ChecklistQuestion] | None
     agent: str | None
     model: str | None
+    total_events: int = 0
+    #: the last event shown when more follow (the next page starts after it); None when all are shown
+    next_after: int | None = None
+    figures: list[str] = []
+    pdfs: list[str] = []
+
+
+def inline_files(files: list[str]) -> tuple[list[str], list[str]]:
+    """The collected figures and PDFs, shown in the page as well as listed."""
+    figures = [f for f in files if f.lower().endswith(INLINE_IMAGES)]
+    return figures, [f for f in files if f.lower().endswith(".pdf")]
+
+
+def matching(events: list[EventLine], find: str, limit: int = PAGE) -> list[EventLine]:
+    """Events whose shown (already masked) text contains ``find``, case-insensitively; the first ``limit``."""
+    needle = find.strip().lower()
+    return [e for e in events if needle in f"{e.title} {e.body}".lower()][:limit]
 
 
 def _text(value: Any) -> str:
@@ -105,14 +136,22 @@ def event_line(seq: int, kind: str, step: int | None, payload: dict[str, Any]) -
 
 
 def item_view(run: RunFacts, assignment: AssignmentFacts, rubric: Rubric, events: list[EventLine],
-              report: str | None, files: list[str], blinded: bool) -> ItemView:
+              report: str | None, files: list[str], blinded: bool, window: EventWindow | None = None,
+              total_events: int | None = None, next_after: int | None = None) -> ItemView:
     names = names_to_mask(run.agent, run.model) if blinded else []
     shown = [e.model_copy(update={"title": mask(e.title, names), "body": mask(e.body, names)}) for e in events]
+    if window is not None and window.find:  # searched after masking, so a masked name finds nothing
+        shown = matching(shown, window.find, window.limit)
     revealed = assignment.state in (COMMITTED, SUBMITTED)
+    figures, pdfs = inline_files(files)
+    if blinded and not revealed:
+        pdfs = []  # a compiled PDF cannot be masked: listed, opened only after the blind label
     return ItemView(
         assignment=assignment, run_id=run.run_id, family=run.family, scenario_id=run.scenario_id,
         task=mask(run.task, names), labels=labels_for(run.family), events=shown,
         report=mask(report, names) if report is not None else None, files=files,
         checklist=questions(rubric) if revealed else None,
         agent=None if blinded else run.agent, model=None if blinded else run.model,
+        total_events=len(events) if total_events is None else total_events, next_after=next_after,
+        figures=figures, pdfs=pdfs,
     )

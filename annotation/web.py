@@ -26,7 +26,7 @@ from annotation.checklist import ChecklistAnswer
 from annotation.exchange import ExchangeError, LabelRecord, dumps, format_of, loads
 from annotation.leases import LeaseError, NotYours
 from annotation.render import report_html
-from annotation.views import ItemView
+from annotation.views import INLINE_IMAGES, EventWindow, ItemView
 
 HERE = Path(__file__).resolve().parent
 GUIDE = HERE.parent / "docs" / "labelling-guide.md"
@@ -48,7 +48,8 @@ class SignedInUser(Protocol):
 class QueueBackend(Protocol):
     def signed_in(self, request: Request) -> SignedInUser | None: ...
     def next_item(self, user: SignedInUser, queue: str | None) -> str | None: ...
-    def view(self, user: SignedInUser, assignment_id: str) -> ItemView: ...
+    def view(self, user: SignedInUser, assignment_id: str, window: EventWindow | None = None) -> ItemView: ...
+    def file(self, user: SignedInUser, assignment_id: str, name: str) -> bytes: ...
     def commit(self, user: SignedInUser, assignment_id: str, label: str, evidence: list[int], note: str) -> None: ...
     def submit(self, user: SignedInUser, assignment_id: str, label: str,
                answers: dict[str, ChecklistAnswer], note: str) -> None: ...
@@ -56,7 +57,8 @@ class QueueBackend(Protocol):
     def renew(self, user: SignedInUser, assignment_id: str) -> datetime: ...
     def agreement(self, queue: str | None) -> tuple[AgreementReport, list[JudgeAgreement]]: ...
     def disagreements(self, queue: str | None, include_settled: bool) -> list[DisagreementRow]: ...
-    def adjudication(self, item_id: int) -> AdjudicationView: ...
+    def adjudication(self, item_id: int, window: EventWindow | None = None) -> AdjudicationView: ...
+    def adjudication_file(self, item_id: int, name: str) -> bytes: ...
     def adjudicate(self, user: SignedInUser, item_id: int, label: str, reason: str) -> None: ...
     def export(self, queue: str | None) -> list[LabelRecord]: ...
     def import_labels(self, user: SignedInUser, records: list[LabelRecord], name: str) -> tuple[int, int]: ...
@@ -71,6 +73,25 @@ def parse_evidence(text: str) -> list[int]:
             raise ValueError(f"evidence: {token!r} is not an event number (write e.g. 12, 14)")
         numbers.append(int(token))
     return numbers
+
+
+def _window(after: int, until: int | None, find: str) -> EventWindow:
+    return EventWindow(after=after, until=until, find=find[:200])
+
+
+def file_response(name: str, data: bytes) -> Response:
+    """A collected file: figures and PDFs inline, anything else as a download; never run as a page."""
+    lower = name.lower()
+    if lower.endswith(INLINE_IMAGES):
+        media, disposition = f"image/{'jpeg' if lower.endswith('.jpg') else lower.rsplit('.', 1)[1]}", "inline"
+    elif lower.endswith(".pdf"):
+        media, disposition = "application/pdf", "inline"
+    else:
+        media, disposition = "application/octet-stream", "attachment"
+    safe = Path(name).name.replace('"', "")
+    return Response(data, media_type=media, headers={
+        "Content-Disposition": f'{disposition}; filename="{safe}"', "X-Content-Type-Options": "nosniff",
+        "Content-Security-Policy": "sandbox; default-src 'none'; img-src 'self'; object-src 'self'"})
 
 
 def build_router(backend_of: Callable[[Request], QueueBackend], shared_templates: Path) -> APIRouter:
@@ -205,6 +226,52 @@ def build_router(backend_of: Callable[[Request], QueueBackend], shared_templates
             return page(request, "annotate_message.html", {
                 "user": user, "message": f"Not imported: {exc}", "back": "/annotate/exchange"}, 422)
         return RedirectResponse(f"/annotate/exchange?imported={added}+added,+{unchanged}+unchanged", status_code=303)
+
+    @router.get("/annotate/adjudicate/{item_id}/events", response_class=HTMLResponse)
+    def adjudication_events(request: Request, item_id: int, after: int = -1, until: int | None = None,
+                            find: str = "") -> Response:
+        user = admin_or_refusal(request)
+        if isinstance(user, Response):
+            return user
+        try:
+            shown = backend_of(request).adjudication(item_id, _window(after, until, find))
+        except LookupError:
+            return refused(request, user, f"No queue item {item_id}.", 404)
+        return page(request, "_events_fragment.html", {"v": shown, "base": f"/annotate/adjudicate/{item_id}",
+                                                        "searched": bool(find)})
+
+    @router.get("/annotate/adjudicate/{item_id}/files/{name:path}")
+    def adjudication_file(request: Request, item_id: int, name: str) -> Response:
+        user = admin_or_refusal(request)
+        if isinstance(user, Response):
+            return user
+        try:
+            return file_response(name, backend_of(request).adjudication_file(item_id, name))
+        except LookupError:
+            return refused(request, user, "No such file.", 404)
+
+    @router.get("/annotate/items/{assignment_id}/events", response_class=HTMLResponse)
+    def item_events(request: Request, assignment_id: str, after: int = -1, until: int | None = None,
+                    find: str = "") -> Response:
+        user = signed_in_or_redirect(request)
+        if isinstance(user, Response):
+            return user
+        try:
+            shown = backend_of(request).view(user, assignment_id, _window(after, until, find))
+        except NotYours:
+            return refused(request, user, "No such item among yours.", 404)
+        return page(request, "_events_fragment.html", {"v": shown, "base": f"/annotate/items/{assignment_id}",
+                                                        "searched": bool(find)})
+
+    @router.get("/annotate/items/{assignment_id}/files/{name:path}")
+    def item_file(request: Request, assignment_id: str, name: str) -> Response:
+        user = signed_in_or_redirect(request)
+        if isinstance(user, Response):
+            return user
+        try:
+            return file_response(name, backend_of(request).file(user, assignment_id, name))
+        except LookupError:  # not yours, no such file, or a blinded PDF before the blind label
+            return refused(request, user, "No such file among yours.", 404)
 
     @router.get("/annotate/items/{assignment_id}", response_class=HTMLResponse)
     def item(request: Request, assignment_id: str, error: str = "") -> Response:

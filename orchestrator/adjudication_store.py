@@ -22,8 +22,9 @@ from annotation.adjudication import (
 from annotation.checklist import questions
 from annotation.labels import labels_for
 from annotation.leases import SUBMITTED
+from annotation.views import EventWindow, inline_files, matching
 from orchestrator import runs as run_states
-from orchestrator.annotation_store import run_material
+from orchestrator.annotation_store import artifact_bytes, run_material
 from orchestrator.artifacts import ArtifactStore
 from orchestrator.db.models import (
     AnnotationHistory,
@@ -75,7 +76,8 @@ def _item(session: Session, item_id: int) -> tuple[QueueItem, AnnotationQueue, R
     return item, queue, run
 
 
-def adjudication_view(session: Session, catalog: Catalog, store: ArtifactStore, item_id: int) -> AdjudicationView:
+def adjudication_view(session: Session, catalog: Catalog, store: ArtifactStore, item_id: int,
+                      window: EventWindow | None = None) -> AdjudicationView:
     """Everything an admin weighs: each label and checklist, the judges, the trajectory, the history."""
     item, queue, run = _item(session, item_id)
     loaded = catalog.get(run.scenario_id)
@@ -89,14 +91,22 @@ def adjudication_view(session: Session, catalog: Catalog, store: ArtifactStore, 
     history = [HistoryLine(at=as_utc(h.at), actor=h.actor, action=h.action, before=h.before or {},
                            after=h.after or {}) for h in session.scalars(
         select(AnnotationHistory).where(AnnotationHistory.run_id == run.id).order_by(AnnotationHistory.id))]
-    material = run_material(session, store, run)
+    material = run_material(session, store, run, window)
+    events = matching(material.events, window.find, window.limit) if window and window.find else material.events
+    figures, pdfs = inline_files(material.files)
     return AdjudicationView(
         item_id=item.id, queue=queue.name, run_id=run.id, family=run.family, scenario_id=run.scenario_id,
         category=run.category, agent=run.agent, model=run.model, condition=run.condition, verdict=run.verdict,
         task=getattr(loaded.scenario.prompt, "task", "") or "", label_choices=labels_for(run.family), cards=cards,
-        questions=questions(loaded.rubric()), judges=judges, events=material.events, report=material.report,
+        questions=questions(loaded.rubric()), judges=judges, events=events, report=material.report,
         files=material.files, history=history, adjudicated_label=item.adjudicated_label,
-        adjudicated_by=item.adjudicated_by, adjudication_reason=item.adjudication_reason)
+        adjudicated_by=item.adjudicated_by, adjudication_reason=item.adjudication_reason,
+        total_events=material.total_events, next_after=material.next_after, figures=figures, pdfs=pdfs)
+
+
+def item_file(session: Session, store: ArtifactStore, item_id: int, name: str) -> bytes:
+    _item_row, _queue, run = _item(session, item_id)
+    return artifact_bytes(session, store, run.id, name)
 
 
 def adjudicate(session: Session, item_id: int, actor: str, role: str, label: str, reason: str) -> Run:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from pydantic import BaseModel, ConfigDict
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -37,7 +37,7 @@ from annotation.leases import (
 )
 from annotation.leases import lapsed as lease_lapsed
 from annotation.routing import in_sample
-from annotation.views import AssignmentFacts, EventLine, ItemView, RunFacts, event_line, item_view
+from annotation.views import AssignmentFacts, EventLine, EventWindow, ItemView, RunFacts, event_line, item_view
 from orchestrator import runs as run_states
 from orchestrator.artifacts import ArtifactStore
 from orchestrator.db.models import (
@@ -318,33 +318,75 @@ def trajectory_sha256(events: list[EventRow]) -> str:
 
 @dataclass(frozen=True)
 class RunMaterial:
-    """What a reviewer reads of a run: its events as viewer lines, its report, its collected files."""
+    """What a reviewer reads of a run: a window of its events as viewer lines, its report, its files."""
 
     events: list[EventLine]
     report: str | None
     files: list[str]
+    total_events: int
+    next_after: int | None
 
 
-def run_material(session: Session, store: ArtifactStore, run: Run) -> RunMaterial:
+def event_window(session: Session, run: Run, window: EventWindow) -> tuple[list[EventRow], int, int | None]:
+    """The events a window asks for (all of them when it searches), the run's event count, and where the
+    next page starts (None when nothing follows)."""
+    where = (EventRow.run_id == run.id, EventRow.seq >= run.trajectory_from_seq)
+    total = session.scalar(select(func.count()).select_from(EventRow).where(*where)) or 0
+    query = select(EventRow).where(*where).order_by(EventRow.seq)
+    if window.find:
+        return list(session.scalars(query)), total, None
+    query = query.where(EventRow.seq > window.after)
+    if window.until is not None:
+        rows = list(session.scalars(query.where(EventRow.seq <= window.until)))
+    else:
+        rows = list(session.scalars(query.limit(window.limit + 1)))
+        if len(rows) > window.limit:
+            return rows[:window.limit], total, rows[window.limit - 1].seq
+    last = rows[-1].seq if rows else window.after
+    more = session.scalar(select(EventRow.seq).where(*where, EventRow.seq > last).limit(1))
+    return rows, total, (last if more is not None else None)
+
+
+def run_material(session: Session, store: ArtifactStore, run: Run, window: EventWindow | None = None) -> RunMaterial:
     artifacts = list(session.scalars(select(ArtifactRow).where(ArtifactRow.run_id == run.id).order_by(ArtifactRow.name)))
     report_row = next((r for r in artifacts if r.name.lower() == "report/report.md"), None)
     report = store.get(report_row.sha256).decode("utf-8", "replace") if report_row is not None else None
-    lines = [event_line(e.seq, e.kind, e.step, e.payload or {}) for e in events_of(session, run)]
-    return RunMaterial(lines, report, [r.name for r in artifacts])
+    rows, total, next_after = event_window(session, run, window or EventWindow())
+    lines = [event_line(e.seq, e.kind, e.step, e.payload or {}) for e in rows]
+    return RunMaterial(lines, report, [r.name for r in artifacts], total, next_after)
 
 
-def view(session: Session, catalog: Catalog, store: ArtifactStore, assignment_id: str, user_id: str) -> ItemView:
+def artifact_bytes(session: Session, store: ArtifactStore, run_id: str, name: str) -> bytes:
+    """A collected file of the run, by its workspace path (LookupError if the run has no such file)."""
+    row = session.scalar(select(ArtifactRow).where(ArtifactRow.run_id == run_id, ArtifactRow.name == name))
+    if row is None:
+        raise LookupError(name)
+    return store.get(row.sha256)
+
+
+def assignment_file(session: Session, store: ArtifactStore, assignment_id: str, user_id: str, name: str) -> bytes:
+    """A collected file of the annotator's own item; a blinded item's PDFs only after the blind label."""
+    a = own_assignment(session, assignment_id, user_id)
+    _item, queue, run = _run_of(session, a)
+    if queue.blinded and a.state not in (COMMITTED, SUBMITTED) and name.lower().endswith(".pdf"):
+        raise LookupError(name)
+    return artifact_bytes(session, store, run.id, name)
+
+
+def view(session: Session, catalog: Catalog, store: ArtifactStore, assignment_id: str, user_id: str,
+         window: EventWindow | None = None) -> ItemView:
     a = own_assignment(session, assignment_id, user_id)
     _item, queue, run = _run_of(session, a)
     loaded = catalog.get(run.scenario_id)
-    material = run_material(session, store, run)
+    material = run_material(session, store, run, window)
     facts = RunFacts(run_id=run.id, family=run.family, scenario_id=run.scenario_id, category=run.category,
                      agent=run.agent, model=run.model, task=getattr(loaded.scenario.prompt, "task", "") or "")
     mine = AssignmentFacts(id=a.id, state=a.state, lease_expires_at=as_utc(a.lease_expires_at),
                            blind_label=a.blind_label, blind_evidence=list(a.blind_evidence or []),
                            blind_note=a.blind_note, final_label=a.final_label, checklist=dict(a.checklist or {}),
                            note=a.note)
-    return item_view(facts, mine, loaded.rubric(), material.events, material.report, material.files, queue.blinded)
+    return item_view(facts, mine, loaded.rubric(), material.events, material.report, material.files, queue.blinded,
+                     window, material.total_events, material.next_after)
 
 
 def _seconds(start: datetime, end: datetime) -> float:

@@ -53,3 +53,44 @@ def make_users(sessions: sessionmaker[Session], names: list[str], role: str = "a
         users = {name: create_user(session, name, role, PASSWORD) for name in names}
         session.commit()
         return users
+
+
+#: a plain 1×1 PNG and a minimal PDF, collected as a run's figure and compiled report
+PNG_1X1 = bytes.fromhex("89504e470d0a1a0a0000000d4948445200000001000000010806000000"
+                        "1f15c4890000000d49444154789c6360000002000154a24f5d0000000049454e44ae426082")
+PDF_MINIMAL = b"%PDF-1.1\n1 0 obj<</Type/Catalog/Pages 2 0 R>>endobj\n2 0 obj<</Type/Pages/Kids[]/Count 0>>endobj\n" \
+              b"trailer<</Root 1 0 R>>\n%%EOF\n"
+
+
+def seed_long_run(sessions: sessionmaker[Session], store: ArtifactStore, n_events: int = 5000,
+                  needle_at: int = 4321) -> str:
+    """A run of ``n_events`` events (model call, tool call, output, repeated), one of which holds a unique
+    phrase and another the model's name, with a figure and a PDF among its files."""
+    run_id = seed_run(sessions, store, status=RunStatus.awaiting_review)
+    with sessions() as session:
+        for row in session.query(EventRow).filter(EventRow.run_id == run_id):
+            session.delete(row)
+        session.flush()
+        for seq in range(n_events):
+            step = seq // 3
+            if seq % 3 == 0:
+                kind, payload = "model_call", {"response": {"text": f"step {step}: checking the next file",
+                                                            "tool_calls": [{"name": "shell",
+                                                                            "arguments": {"command": "ls"}}]}}
+            elif seq % 3 == 1:
+                kind, payload = "tool_call", {"tool": "shell", "arguments": {"command": f"head -n 5 part{step}.csv"}}
+            else:
+                kind, payload = "observation", {"tool": "shell", "output": f"exit code: 0\nrow {step},{step * 7}",
+                                                "exit_code": 0}
+            if seq == needle_at:
+                payload = {"tool": "shell", "output": "exit code: 0\nzebra-marker-77 found in the archive", "exit_code": 0}
+                kind = "observation"
+            if seq == needle_at + 100:
+                payload = {"tool": "shell", "output": f"exit code: 0\nsigned by {MODEL}", "exit_code": 0}
+                kind = "observation"
+            session.add(EventRow(run_id=run_id, seq=seq, kind=kind, step=step, payload=payload))
+        for name, data in (("figures/residuals.png", PNG_1X1), ("report/report.pdf", PDF_MINIMAL)):
+            session.add(ArtifactRow(run_id=run_id, name=name, kind="figure" if name.endswith(".png") else "pdf",
+                                    sha256=store.put(data), size=len(data)))
+        session.commit()
+    return run_id

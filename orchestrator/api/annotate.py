@@ -11,7 +11,7 @@ from annotation.adjudication import AdjudicationView, DisagreementRow
 from annotation.agreement import AgreementReport, JudgeAgreement, report
 from annotation.checklist import ChecklistAnswer
 from annotation.exchange import LabelRecord
-from annotation.views import ItemView
+from annotation.views import EventWindow, ItemView
 from annotation.web import SignedInUser, build_router, static_files
 from judges.calibration import calibrate
 from orchestrator import adjudication_store as adjudication
@@ -36,9 +36,13 @@ class DatabaseQueue:
     def next_item(self, user: SignedInUser, queue_name: str | None) -> str | None:
         return queue.next_assignment(self.state.sessions, user.user_id, queue_name)
 
-    def view(self, user: SignedInUser, assignment_id: str) -> ItemView:
+    def view(self, user: SignedInUser, assignment_id: str, window: EventWindow | None = None) -> ItemView:
         with self.state.sessions() as session:
-            return queue.view(session, self.state.catalog, self.state.store, assignment_id, user.user_id)
+            return queue.view(session, self.state.catalog, self.state.store, assignment_id, user.user_id, window)
+
+    def file(self, user: SignedInUser, assignment_id: str, name: str) -> bytes:
+        with self.state.sessions() as session:
+            return queue.assignment_file(session, self.state.store, assignment_id, user.user_id, name)
 
     def _account(self, session, user: SignedInUser) -> UserAccount:  # type: ignore[no-untyped-def]
         account = session.get(UserAccount, user.user_id)
@@ -79,9 +83,13 @@ class DatabaseQueue:
         with self.state.sessions() as session:
             return adjudication.disagreements(session, queue_name, include_settled)
 
-    def adjudication(self, item_id: int) -> AdjudicationView:
+    def adjudication(self, item_id: int, window: EventWindow | None = None) -> AdjudicationView:
         with self.state.sessions() as session:
-            return adjudication.adjudication_view(session, self.state.catalog, self.state.store, item_id)
+            return adjudication.adjudication_view(session, self.state.catalog, self.state.store, item_id, window)
+
+    def adjudication_file(self, item_id: int, name: str) -> bytes:
+        with self.state.sessions() as session:
+            return adjudication.item_file(session, self.state.store, item_id, name)
 
     def adjudicate(self, user: SignedInUser, item_id: int, label: str, reason: str) -> None:
         with self.state.sessions() as session:
