@@ -8,17 +8,19 @@ import os
 import shutil
 import uuid
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from sqlalchemy import select, text
+from sqlalchemy import select, text, update
 
 from agents.gateway.server import BackgroundServer
 from orchestrator import annotation_store as queue
 from orchestrator.api.app import create_app
 from orchestrator.artifacts import ArtifactStore
-from orchestrator.db.models import Assignment, Run
+from orchestrator.db.models import Assignment, QueueItem, Run, UserAccount
 from orchestrator.db.session import session_factory
+from orchestrator.runs import utcnow
 from orchestrator.settings import Settings
 from tests.annotation_support import PASSWORD, make_users, seed_run
 from tests.test_postgres import ADMIN_URL, REACHABLE, WHY, _admin_engine
@@ -43,7 +45,8 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Sett
     with sessions() as session:
         queue.route_for_review(session, run_id)
         session.commit()
-    make_users(sessions, ["ada", "bob"])
+    make_users(sessions, ["ada", "bob", "cy"])
+    make_users(sessions, ["root"], role="admin")
     server = BackgroundServer(create_app(settings)).start()
     SHOTS.mkdir(parents=True, exist_ok=True)
     try:
@@ -63,14 +66,14 @@ def chromium() -> Iterator[object]:
         browser.close()
 
 
-def sign_in(page, base: str, name: str) -> None:  # type: ignore[no-untyped-def]
-    page.goto(f"{base}/login?next=/annotate")
+def sign_in(page, base: str, name: str, then: str = "/annotate", lands: object = "**/annotate/items/*") -> None:  # type: ignore[no-untyped-def]
+    page.goto(f"{base}/login?next={then}")
     assert page.evaluate("document.activeElement.id") == "name"  # keyboard only: the name field has focus
     page.keyboard.type(name)
     page.keyboard.press("Tab")
     page.keyboard.type(PASSWORD)
     page.keyboard.press("Enter")
-    page.wait_for_url("**/annotate/items/*")
+    page.wait_for_url(lands)
 
 
 def test_label_blind_with_the_keyboard_then_the_checklist_appears(served, chromium) -> None:  # type: ignore[no-untyped-def]
@@ -116,3 +119,110 @@ def test_search_within_the_run_and_event_links(served, chromium) -> None:  # typ
     assert 0 < shown < total
     page.screenshot(path=str(SHOTS / "4-search.png"))
     context.close()
+
+
+def pair_kappa(page, base: str) -> str:  # type: ignore[no-untyped-def]
+    page.goto(f"{base}/annotate/agreement")
+    row = page.locator("#pairs tr", has_text="ada · cy")
+    return row.locator("td").nth(1).inner_text() if row.count() else "none"
+
+
+def test_disagreement_kappa_adjudication_and_refusals(served, chromium) -> None:  # type: ignore[no-untyped-def]
+    """The rest of the issue's browser scenario: a second annotator labels the item differently, kappa moves,
+    the item reaches adjudication and the admin's label becomes the verdict; the refusals change nothing."""
+    from tests.test_annotation_queue import label_fully
+
+    base, settings, first_run = served
+    sessions = session_factory(settings.effective_database_url)
+    store = ArtifactStore(settings.artifact_dir)
+    more = [seed_run(sessions, store) for _ in range(2)]
+    with sessions() as session:
+        for run_id in more:
+            queue.route_for_review(session, run_id)
+        session.commit()
+        people = {u.name: u for u in session.scalars(select(UserAccount))}
+    for label in ("Pass", "Fail"):  # ada and cy agree on two other runs (labelled here, not in the browser)
+        for name in ("ada", "cy"):
+            label_fully(sessions, queue.next_assignment(sessions, people[name].id), people[name], label)
+    admin = chromium.new_context(viewport={"width": 1400, "height": 1000}).new_page()
+    sign_in(admin, base, "root", then="/annotate/agreement",
+            lands=lambda url: "/login" not in url and url.endswith("/annotate/agreement"))
+    before = pair_kappa(admin, base)
+    assert before == "1.000"
+    admin.screenshot(path=str(SHOTS / "5-agreement-before.png"), full_page=True)
+
+    # bob still holds the first item from the search test; his lease lapses while his page is open
+    bob = chromium.new_context().new_page()
+    sign_in(bob, base, "bob")
+    with sessions() as session:
+        session.execute(update(Assignment).where(Assignment.user_id == people["bob"].id)
+                        .values(lease_expires_at=utcnow() - timedelta(minutes=1)))
+        session.commit()
+    bob.keyboard.press("1")
+    bob.keyboard.press("e")
+    bob.keyboard.type("4")
+    with bob.expect_navigation():
+        bob.keyboard.press("Control+Enter")
+    assert "lapsed" in bob.content() and "nothing was committed" in bob.content()
+    bob.screenshot(path=str(SHOTS / "6-lapsed-lease.png"))
+
+    # cy takes the freed slot and labels it Pass (ada said Flawed): blind, with the keyboard only
+    cy = chromium.new_context(viewport={"width": 1400, "height": 1000}).new_page()
+    sign_in(cy, base, "cy")
+    cy_url = cy.url
+    # refused, nothing changed: another annotator's item by URL, an admin page, the checklist before commit
+    for page, path, expected in ((bob, cy_url, "No such item among yours"),
+                                 (bob, f"{base}/annotate/agreement", "Admins only"),
+                                 (bob, f"{base}/annotate/adjudicate", "Admins only")):
+        page.goto(path)
+        assert expected in page.content(), path
+    fragment = cy.evaluate("fetch(location.pathname + '/events?after=-1').then(r => r.text())")
+    assert "answer_" not in fragment and "checklist-form" not in cy.content()
+    # a form posted without its CSRF token is refused
+    cy.evaluate("document.querySelector('#label-form input[name=csrf_token]').remove()")
+    cy.keyboard.press("1")
+    cy.keyboard.press("e")
+    cy.keyboard.type("4")
+    with cy.expect_navigation():
+        cy.keyboard.press("Control+Enter")
+    assert "no valid CSRF token" in cy.content()
+    with sessions() as session:
+        mine = session.scalars(select(Assignment).where(Assignment.user_id == people["cy"].id,
+                                                        Assignment.state == "leased")).one()
+        assert mine.blind_label is None  # cy holds the slot bob's lapsed lease freed, on the first run
+        assert session.get(QueueItem, mine.item_id).run_id == first_run
+        bobs = session.scalars(select(Assignment).where(Assignment.user_id == people["bob"].id)).one()
+        assert bobs.blind_label is None and bobs.state == "leased"
+    cy.goto(cy_url)
+    cy.keyboard.press("1")  # Pass
+    cy.keyboard.press("e")
+    cy.keyboard.type("4")
+    cy.keyboard.press("Control+Enter")
+    cy.wait_for_selector("#checklist-form")
+    questions = cy.locator("fieldset.question")
+    for i in range(questions.count()):
+        questions.nth(i).locator('input[value="unclear"]').check()
+    cy.locator("#checklist-form button[type=submit]").click()
+    cy.wait_for_url("**/annotate?done=1")
+
+    after = pair_kappa(admin, base)
+    assert after not in ("none", "—") and float(after) < float(before)
+    admin.screenshot(path=str(SHOTS / "7-agreement-after.png"), full_page=True)
+    admin.goto(f"{base}/annotate/adjudicate")
+    admin.screenshot(path=str(SHOTS / "8-adjudication-list.png"))
+    admin.locator("#disagreements a").first.click()
+    admin.wait_for_selector("#adjudicate-form")
+    assert "Flawed" in admin.locator("#cards").inner_text() and "Pass" in admin.locator("#cards").inner_text()
+    assert admin.locator("#run-verdict").inner_text() == "Fail"
+    admin.keyboard.press("2")  # Flawed
+    admin.locator("#reason").fill("The limitation is stated only in an appendix; the guide makes that Flawed.")
+    admin.keyboard.press("Control+Enter")
+    admin.wait_for_url("**done=1")
+    admin.screenshot(path=str(SHOTS / "9-adjudicated.png"), full_page=True)
+    assert admin.locator("#run-verdict").inner_text() == "Flawed"
+    assert "adjudicate" in admin.locator("#history").inner_text()
+    with sessions() as session:
+        run = session.get(Run, first_run)
+        assert (run.status, run.verdict) == ("done", "Flawed")
+        item = session.scalars(select(QueueItem).where(QueueItem.run_id == first_run)).one()
+        assert item.adjudicated_by == "root"

@@ -1,0 +1,32 @@
+"""The agent's report on the review pages: Markdown rendered and sanitised; images only from the run's own
+collected files (rewritten to the page's file route), never from elsewhere."""
+
+from __future__ import annotations
+
+from annotation.render import report_html
+
+BASE = "/annotate/items/abc"
+FILES = ["figures/oee_by_week.png", "report/report.md", "report/inline.png"]
+
+
+def test_raw_html_and_script_links_never_survive() -> None:
+    html = report_html('<script>alert(1)</script> <img src=x onerror=alert(1)> [x](javascript:alert(1)) '
+                       '[ok](https://example.org/paper)', BASE, FILES)
+    assert "<script" not in html and "<img" not in html and "href=\"javascript" not in html
+    assert 'href="https://example.org/paper"' in html and 'rel="noopener noreferrer nofollow"' in html
+
+
+def test_images_show_only_from_collected_files() -> None:
+    md = ("![week](../figures/oee_by_week.png) ![side](inline.png) ![ws](figures/oee_by_week.png) "
+          "![remote](https://tracker.example/pixel.png) ![absent](../figures/missing.png) "
+          "![escape](../../../etc/passwd) ![data](data:image/png;base64,AAAA)")
+    html = report_html(md, BASE, FILES)
+    assert html.count(f'src="{BASE}/files/figures/oee_by_week.png"') == 2
+    assert f'src="{BASE}/files/report/inline.png"' in html
+    for alt in ("remote", "absent", "escape", "data"):
+        assert f'<img alt="{alt}">' in html, alt
+    assert "tracker.example" not in html and "passwd" not in html
+
+
+def test_without_a_page_no_image_has_a_source() -> None:
+    assert "src=" not in report_html("![week](../figures/oee_by_week.png)", "", FILES)
