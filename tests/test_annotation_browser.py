@@ -115,9 +115,13 @@ def test_search_within_the_run_and_event_links(served, chromium) -> None:  # typ
     total = page.locator("#events > li").count()
     page.keyboard.press("/")
     page.keyboard.type("validate_tags")
-    shown = page.locator("#events > li:not(.hidden)").count()
-    assert 0 < shown < total
+    page.wait_for_selector("#found li.event")
+    shown = page.locator("#found > li").count()
+    assert 0 < shown < total and page.locator("#events").is_hidden()
     page.screenshot(path=str(SHOTS / "4-search.png"))
+    page.locator("#find").fill("")
+    page.locator("#find").dispatch_event("input")
+    assert page.locator("#events").is_visible() and page.locator("#found").is_hidden()
     context.close()
 
 
@@ -226,3 +230,33 @@ def test_disagreement_kappa_adjudication_and_refusals(served, chromium) -> None:
         assert (run.status, run.verdict) == ("done", "Flawed")
         item = session.scalars(select(QueueItem).where(QueueItem.run_id == first_run)).one()
         assert item.adjudicated_by == "root"
+
+
+def test_a_5000_event_run_loads_in_pages_in_the_browser(served, chromium) -> None:  # type: ignore[no-untyped-def]
+    from tests.annotation_support import seed_long_run
+
+    base, settings, _run = served
+    sessions = session_factory(settings.effective_database_url)
+    run_id = seed_long_run(sessions, ArtifactStore(settings.artifact_dir))
+    with sessions() as session:
+        long_queue = queue.create_queue(session, queue.QueueSpec("long", annotators_per_item=1), created_by="test")
+        queue.add_runs(session, long_queue, [run_id])
+        session.commit()
+    make_users(sessions, ["dee"])
+    page = chromium.new_context(viewport={"width": 1400, "height": 1000}).new_page()
+    sign_in(page, base, "dee", then="/annotate?queue=long")
+    assert page.locator("#events > li.event").count() == 200
+    page.locator("#events > li.more").scroll_into_view_if_needed()
+    page.wait_for_function("document.querySelectorAll('#events > li.event').length >= 400")
+    assert "gpt-4o" not in page.locator("#events").inner_text()
+    page.keyboard.press("/")
+    page.keyboard.type("zebra-marker")
+    page.wait_for_selector("#found li.event")
+    assert page.locator("#found li.event").count() == 1
+    page.screenshot(path=str(SHOTS / "10-long-run-search.png"))
+    page.locator("#find").fill("")
+    page.locator("#find").dispatch_event("input")
+    page.goto(page.url.split("#")[0] + "#e4321")
+    page.wait_for_selector("#e4321")
+    assert "zebra-marker-77" in page.locator("#e4321").inner_text()
+    assert page.locator("#figures, figure img").count() >= 1

@@ -1,6 +1,6 @@
 // The review and adjudication pages: keyboard shortcuts, events loaded in pages as the reader scrolls, links to
 // events not loaded yet, search within the whole run, and renewing the lease while the page is open.
-// Written here (no library): the server renders every fragment, so this only fetches and inserts them.
+// Paging and search fetch server-rendered fragments with htmx (vendored); this file adds what htmx does not.
 (function () {
   "use strict";
   const form = document.getElementById("label-form") || document.getElementById("checklist-form") ||
@@ -26,57 +26,28 @@
     }
   });
 
-  // --- paging: the sentinel <li class="more"> fetches the next page when it scrolls into view
-  let loading = null;
-  function loadInto(sentinel, url) {
-    if (loading) return loading;
-    loading = fetch(url, { credentials: "same-origin" })
-      .then(function (r) { if (!r.ok) throw new Error("HTTP " + r.status); return r.text(); })
-      .then(function (html) {
-        sentinel.insertAdjacentHTML("afterend", html); sentinel.remove(); observe();
-      })
-      .catch(function (err) { sentinel.textContent = "Could not load more events (" + err.message + ")."; })
-      .finally(function () { loading = null; });
-    return loading;
-  }
-  const watcher = "IntersectionObserver" in window ? new IntersectionObserver(function (entries) {
-    entries.forEach(function (entry) { if (entry.isIntersecting) loadInto(entry.target, entry.target.dataset.next); });
-  }, { rootMargin: "800px" }) : null;
-  function observe() {
-    const sentinel = list && list.querySelector("li.more");
-    if (sentinel && watcher) watcher.observe(sentinel);
-  }
-  observe();
-
-  // --- a link to an event not loaded yet loads everything up to it
+  // --- paging is htmx's (hx-trigger="revealed" on the "more" line); a link to an event that is not loaded
+  // yet loads everything up to it
   function reach() {
     const m = /^#e(\d+)$/.exec(location.hash);
-    if (!m || document.getElementById("e" + m[1]) || !list) return;
+    if (!m || document.getElementById("e" + m[1]) || !list || !window.htmx) return;
     const sentinel = list.querySelector("li.more");
     if (!sentinel) return;
     const url = list.dataset.base + "/events?after=" + sentinel.dataset.after + "&until=" + m[1];
-    loadInto(sentinel, url).then(function () {
+    window.htmx.ajax("GET", url, { target: sentinel, swap: "outerHTML" }).then(function () {
       const target = document.getElementById("e" + m[1]);
       if (target) target.scrollIntoView();
     });
   }
   window.addEventListener("hashchange", reach);
-  reach();
+  window.addEventListener("load", reach);
 
-  // --- search: filter what is loaded; when more is not loaded, ask the server for every match in the run
-  let timer = null;
+  // --- search: the server's matches in the whole run replace the list while there is text to find
   if (find) find.addEventListener("input", function () {
-    const needle = find.value.trim().toLowerCase();
-    list.querySelectorAll("li.event").forEach(function (li) {
-      li.classList.toggle("hidden", needle !== "" && !li.dataset.text.includes(needle));
-    });
-    clearTimeout(timer);
-    if (!needle || !list.querySelector("li.more")) { found.hidden = true; found.innerHTML = ""; return; }
-    timer = setTimeout(function () {
-      fetch(find.dataset.url + "?find=" + encodeURIComponent(needle), { credentials: "same-origin" })
-        .then(function (r) { return r.text(); })
-        .then(function (html) { found.innerHTML = html; found.hidden = false; });
-    }, 250);
+    const searching = find.value.trim() !== "";
+    list.hidden = searching;
+    found.hidden = !searching;
+    if (!searching) found.innerHTML = "";
   });
 
   const renew = document.getElementById("renew-form");
