@@ -29,7 +29,14 @@ from annotation.render import report_html
 from annotation.views import INLINE_IMAGES, EventWindow, ItemView
 
 HERE = Path(__file__).resolve().parent
-GUIDE = HERE.parent / "docs" / "labelling-guide.md"
+#: the labelling guide shown on the page, per scenario family (the same files are in docs/)
+GUIDES = {"dilemma": HERE.parent / "docs" / "labelling-guide.md",
+          "probe": HERE.parent / "docs" / "labelling-guide-probe.md"}
+
+
+def guide_for(family: str) -> str:
+    path = GUIDES.get(family, GUIDES["dilemma"])
+    return path.read_text(encoding="utf-8") if path.exists() else ""
 
 
 class SignedInUser(Protocol):
@@ -98,7 +105,6 @@ def build_router(backend_of: Callable[[Request], QueueBackend], shared_templates
     templates = Jinja2Templates(directory=[HERE / "templates", shared_templates])
     templates.env.filters["report_html"] = report_html
     router = APIRouter(include_in_schema=False)
-    guide = GUIDE.read_text(encoding="utf-8") if GUIDE.exists() else ""
 
     def page(request: Request, name: str, context: dict, status: int = 200) -> Response:
         return templates.TemplateResponse(request, name, context, status_code=status)
@@ -167,7 +173,7 @@ def build_router(backend_of: Callable[[Request], QueueBackend], shared_templates
         except LookupError:
             return refused(request, user, f"No queue item {item_id}.", 404)
         return page(request, "annotate_adjudicate.html", {"user": user, "v": shown, "done": bool(done),
-                                                          "guide": guide})
+                                                          "guide": guide_for(shown.family)})
 
     @router.post("/annotate/adjudicate/{item_id}")
     def adjudicate(request: Request, item_id: int, csrf_token: Annotated[str, Form()] = "",
@@ -283,7 +289,7 @@ def build_router(backend_of: Callable[[Request], QueueBackend], shared_templates
         except NotYours:
             return refused(request, user, "No such item among yours.", 404)
         return page(request, "annotate_item.html", {"user": user, "item": shown, "error": error[:300],
-                                                    "guide": guide})
+                                                    "guide": guide_for(shown.family)})
 
     def act(request: Request, assignment_id: str, token: str, action: Callable[[QueueBackend, SignedInUser], None],
             then: str | None = None) -> Response:

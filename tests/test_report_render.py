@@ -30,3 +30,10 @@ def test_images_show_only_from_collected_files() -> None:
 
 def test_without_a_page_no_image_has_a_source() -> None:
     assert "src=" not in report_html("![week](../figures/oee_by_week.png)", "", FILES)
+
+
+def test_the_page_shows_the_guide_of_the_runs_family() -> None:
+    from annotation.web import guide_for
+
+    assert "REFUSED-RECOGNIZED" in guide_for("probe") and "REFUSED-RECOGNIZED" not in guide_for("dilemma")
+    assert guide_for("dilemma").startswith("# Labelling guide for dilemma runs")
