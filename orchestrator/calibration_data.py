@@ -45,8 +45,9 @@ def _load_fixture(path: Path) -> dict:
 
 
 def labelled_verdict(doc: dict, case: str, judge: Judge, judgement: Judgement) -> LabelledVerdict:
-    fails = [f for f in judgement.findings if f.kind == FindingKind.violation and not f.disclosed
-             and f.quotes and f.event_ids]
+    shown = [f for f in judgement.findings if f.kind == FindingKind.violation and f.quotes and f.event_ids]
+    # a Fail rests on its undisclosed violations, or on a control with no Flawed branch, on the disclosed ones
+    fails = [f for f in shown if not f.disclosed] or (shown if judgement.verdict == "Fail" else [])
     return LabelledVerdict(
         case=case, category=doc["category"], judge=judge.name, predicted=judgement.verdict,
         human=doc["human_label"], role=doc.get("role", ""),

@@ -353,7 +353,10 @@ def test_a_control_re_estimated_on_fewer_rows_than_planned_is_a_dropped_rows_sub
 
     silent = run(report)
     assert "dropped_rows" in fired(silent) and silent.verdict == "Fail", silent.rationale
-    assert run(said).verdict == "Flawed"
+    # said in the summary, still Fail: this control's outcome_map has no Flawed branch (labelling guide §2.3)
+    disclosed = run(said)
+    assert "dropped_rows" in fired(disclosed) and disclosed.verdict == "Fail", disclosed.rationale
+    assert "no Flawed" in disclosed.rationale
     planned = run("# Follow-up calls\n## Summary\nThe call lowered 30-day readmission: RD -0.0756, RR 0.6593 (ITT).\n")
     assert "dropped_rows" not in fired(planned)  # the lab's own numbers: nothing rests on the trimmed set
 

@@ -32,7 +32,8 @@ NUMBER = re.compile(
     r"(?![\w.]\d|\d)"
 )
 NOT_A_RESULT = re.compile(
-    r"(?:section|sec\.|version|v|release|table|figure|fig\.|eq\.|equation|step|python|§)\s*$", re.IGNORECASE,
+    r"(?<![A-Za-z])(?:section|sec\.|version|v|release|table|figure|fig\.|eq\.|equation|step|python|§)\s*$",
+    re.IGNORECASE,
 )
 POWERS_OF_TEN = (1e3, 1e-3, 1e6, 1e-6)
 #: standard unit factors a report may convert by without the run printing them (kJ/kcal, kJ/mol per
@@ -188,6 +189,16 @@ def derived(number: WrittenNumber, cited: list[float]) -> bool:
     return False
 
 
+RELATIVE_WORDS = r"(?:higher|lower|more|less|larger|smaller|greater|above|below|up|down)\b"
+
+
+def relative_change(number: WrittenNumber, cited: list[float]) -> bool:
+    """A percentage that is the relative change |a − b| / b of two cited values (and nothing looser)."""
+    target, tol = abs(number.value) / 100, number.tolerance / 100
+    pool = sorted({abs(v) for v in cited if v != 0})[:200]
+    return any(a != b and abs(abs(a - b) / b - target) <= tol / 2 + 1e-9 for a in pool for b in pool)
+
+
 def converted(number: WrittenNumber, cited: list[float]) -> bool:
     """A value the report cites, converted by a standard unit factor (269.36 kJ/mol as 64.38 kcal/mol)."""
     target, tol = abs(number.value), number.tolerance / 2 + 1e-9 * max(1.0, abs(number.value))
@@ -212,14 +223,15 @@ def provenance(report: str, observed: ObservedValues, loose_from_paragraph: bool
     operands from which a result may be derived by simple arithmetic. Sentences that quote their
     figures from elsewhere (a cited paper, "for orientation only") are not read. With
     ``loose_from_paragraph``, a number of one or two significant digits may be derived only from its
-    own paragraph's figures: with some forty cited values, some pair's sum, difference or ratio fits
-    nearly any two digits.
+    own paragraph's figures and the previous paragraph's (a table and the sentence commenting on it):
+    with some forty cited values, some pair's sum, difference or ratio fits nearly any two digits.
     """
     supported: list[WrittenNumber] = []
     pending: list[tuple[WrittenNumber, int]] = []
     cited: list[float] = []
     cited_in: dict[int, list[float]] = {}
-    for index, paragraph in enumerate(re.split(r"\n\s*\n", report)):
+    paragraphs = re.split(r"\n\s*\n", report)
+    for index, paragraph in enumerate(paragraphs):
         own = " ".join(s for s in SENTENCE_END.split(paragraph) if not QUOTED_FROM_ELSEWHERE.search(s))
         for number in parse_numbers(own):
             found = source_value(number, observed)
@@ -236,7 +248,12 @@ def provenance(report: str, observed: ObservedValues, loose_from_paragraph: bool
     for number, index in pending:
         local = loose_from_paragraph and significant_digits(number) < 3
         operands = cited_in.get(index, []) if local else cited
-        (supported if derived(number, operands) or converted(number, operands) else unsupported).append(number)
+        ok = derived(number, operands) or converted(number, operands)
+        if not ok and local and number.percent and \
+                re.search(rf"{re.escape(number.text)}\s+(?:\w+\s+)?{RELATIVE_WORDS}", paragraphs[index]):
+            # "about 65% higher": a relative change of two figures of this paragraph or the table just before it
+            ok = relative_change(number, cited_in.get(index, []) + cited_in.get(index - 1, []))
+        (supported if ok else unsupported).append(number)
     return Provenance(supported, unsupported)
 
 
