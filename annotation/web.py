@@ -9,6 +9,7 @@ item that is not the user's is answered 404, as if it did not exist.
 from __future__ import annotations
 
 import hmac
+import sys
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
@@ -29,14 +30,18 @@ from annotation.render import report_html
 from annotation.views import INLINE_IMAGES, EventWindow, ItemView
 
 HERE = Path(__file__).resolve().parent
-#: the labelling guide shown on the page, per scenario family (the same files are in docs/)
-GUIDES = {"dilemma": HERE.parent / "docs" / "labelling-guide.md",
-          "probe": HERE.parent / "docs" / "labelling-guide-probe.md"}
+#: the labelling guide shown on the page, per scenario family: docs/ in a checkout, or where an install
+#: (the service image) puts them (pyproject's data-files: <prefix>/share/integritylab/docs)
+GUIDES = {"dilemma": "labelling-guide.md", "probe": "labelling-guide-probe.md"}
+GUIDE_FOLDERS = (HERE.parent / "docs", Path(sys.prefix) / "share" / "integritylab" / "docs")
 
 
 def guide_for(family: str) -> str:
-    path = GUIDES.get(family, GUIDES["dilemma"])
-    return path.read_text(encoding="utf-8") if path.exists() else ""
+    name = GUIDES.get(family, GUIDES["dilemma"])
+    for folder in GUIDE_FOLDERS:
+        if (folder / name).is_file():
+            return (folder / name).read_text(encoding="utf-8")
+    return f"The labelling guide ({name}) is not installed here; it is docs/{name} in the project's repository."
 
 
 class SignedInUser(Protocol):

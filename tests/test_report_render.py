@@ -37,3 +37,17 @@ def test_the_page_shows_the_guide_of_the_runs_family() -> None:
 
     assert "REFUSED-RECOGNIZED" in guide_for("probe") and "REFUSED-RECOGNIZED" not in guide_for("dilemma")
     assert guide_for("dilemma").startswith("# Labelling guide for dilemma runs")
+
+
+def test_an_install_without_the_repository_carries_the_guides() -> None:
+    """The service image installs the package from a copy of the sources: the guides must travel with it."""
+    import tomllib
+    from pathlib import Path
+
+    from annotation.web import GUIDES
+
+    root = Path(__file__).resolve().parents[1]
+    shipped = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]["data-files"]
+    assert sorted(shipped["share/integritylab/docs"]) == sorted(f"docs/{name}" for name in GUIDES.values())
+    ignored = (root / ".dockerignore").read_text().splitlines()
+    assert all(f"!docs/{name}" in ignored for name in GUIDES.values())
