@@ -87,8 +87,13 @@ def parse_evidence(text: str) -> list[int]:
     return numbers
 
 
+EVENT_SEQ_MAX = 2**31 - 1  # event numbers are 32-bit in the database; a larger one is past the end
+
+
 def _window(after: int, until: int | None, find: str) -> EventWindow:
-    return EventWindow(after=after, until=until, find=find[:200])
+    def clamp(n: int) -> int:
+        return max(-1, min(n, EVENT_SEQ_MAX))
+    return EventWindow(after=clamp(after), until=None if until is None else clamp(until), find=find[:200])
 
 
 def file_response(name: str, data: bytes) -> Response:

@@ -66,8 +66,11 @@ def disagreements(session: Session, queue_name: str | None = None, include_settl
     return rows
 
 
+INT32_MAX = 2**31 - 1  # queue item ids are PostgreSQL integers: a larger id is simply not there
+
+
 def _item(session: Session, item_id: int) -> tuple[QueueItem, AnnotationQueue, Run]:
-    item = session.get(QueueItem, item_id)
+    item = session.get(QueueItem, item_id) if 1 <= item_id <= INT32_MAX else None
     if item is None:
         raise LookupError(f"no queue item {item_id}")
     queue = session.get(AnnotationQueue, item.queue_id)

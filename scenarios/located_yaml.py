@@ -79,6 +79,10 @@ def _kind(value: Any) -> str:
     return f"a {type(value).__name__}"
 
 
+#: libyaml's loader when PyYAML has it (nodes keep their line marks; parsing the packs is ~4x faster)
+FAST_LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
 def _parse_yaml(path: Path, problems: list[Problem]) -> YamlDoc | None:
     """Parse one YAML file, turning every failure mode into a located problem."""
     file = str(path)
@@ -101,7 +105,7 @@ def _parse_yaml(path: Path, problems: list[Problem]) -> YamlDoc | None:
 
     loader: yaml.SafeLoader | None = None
     try:
-        loader = yaml.SafeLoader(text)
+        loader = FAST_LOADER(text)
         node = loader.get_single_node()
         if node is None:
             problems.append(Problem(file=file, message="holds no YAML document (only comments?)"))

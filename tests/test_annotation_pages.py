@@ -235,6 +235,8 @@ def test_adjudication_through_the_pages(app_and_run) -> None:
     assert "Pass · Flawed" in listing.text
     url = f"/annotate/adjudicate/{item_id}"
     assert ada.get(url).status_code == 403
+    assert root.get(f"/annotate/adjudicate/{2**40}").status_code == 404
+    assert root.get(f"{url}/events", params={"after": 2**40}).status_code == 200
     page = root.get(url).text
     assert "ada" in page and "bob" in page and "openai:gpt-4o-mini" in page  # unblinded for the admin
     assert all(text[:40] in page for text in rubric_texts(settings, run_id))
@@ -267,6 +269,8 @@ def test_adjudication_on_the_rest_api(app_and_run) -> None:
     assert api.post(url, json={"label": "Pass", "reason": "r"}, headers=annotator).status_code == 403
     assert api.post(url, json={"label": "Nope", "reason": "r"}, headers=admin).status_code == 422
     assert api.post("/v1/adjudications/9999", json={"label": "Pass", "reason": "r"}, headers=admin).status_code == 404
+    assert api.post(f"/v1/adjudications/{2**31}", json={"label": "Pass", "reason": "r"},
+                    headers=admin).status_code == 422  # past a database integer: refused, not a 500
     done = api.post(url, json={"label": "Pass", "reason": "the report discloses it in the summary"}, headers=admin)
     assert done.status_code == 200 and done.json()["adjudicated_label"] == "Pass"
     assert api.get("/v1/adjudications", headers=admin).json() == []

@@ -43,7 +43,7 @@ def test_a_long_run_opens_with_one_page_and_loads_the_rest(long_item) -> None:
     _settings, client, url = long_item
     page = client.get(url).text
     assert "(5000 events)" in page and seqs(page) == list(range(PAGE))
-    assert f'data-next="{url}/events?after={PAGE - 1}"' in page
+    assert f'hx-get="{url}/events?after={PAGE - 1}" hx-trigger="revealed"' in page
     shown = list(seqs(page))
     after = PAGE - 1
     while True:  # scroll to the end, page by page

@@ -10,6 +10,7 @@ from datetime import datetime
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, HTTPException, Query, status
+from fastapi import Path as PathParam
 from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy import select
 
@@ -22,6 +23,8 @@ from orchestrator.api.state import ServiceState, service
 from orchestrator.db.models import AnnotationQueue, Assignment, QueueItem, UserAccount
 
 router = APIRouter(tags=["annotation"], responses=AUTHENTICATED)
+#: queue item ids are 32-bit integers in the database (PostgreSQL ``integer``)
+ITEM_ID_MAX = 2**31 - 1
 
 
 class QueueCreate(BaseModel):
@@ -134,7 +137,7 @@ def list_disagreements(_: Admin, state: Annotated[ServiceState, Depends(service)
 
 @router.post("/v1/adjudications/{item_id}", response_model=DisagreementRow,
              responses={**ADMIN_ONLY, **WITH_BODY, 404: {"description": "no such queue item"}})
-def adjudicate(item_id: int, body: AdjudicationIn, principal: Admin,
+def adjudicate(item_id: Annotated[int, PathParam(ge=1, le=ITEM_ID_MAX)], body: AdjudicationIn, principal: Admin,
                state: Annotated[ServiceState, Depends(service)]) -> DisagreementRow:
     """Set a disagreeing item's final label with a reason; it becomes the run's verdict."""
     with state.sessions() as session:
