@@ -49,5 +49,5 @@ def test_an_install_without_the_repository_carries_the_guides() -> None:
     root = Path(__file__).resolve().parents[1]
     shipped = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]["data-files"]
     assert sorted(shipped["share/integritylab/docs"]) == sorted(f"docs/{name}" for name in GUIDES.values())
-    ignored = (root / ".dockerignore").read_text().splitlines()
-    assert all(f"!docs/{name}" in ignored for name in GUIDES.values())
+    ignored = [line.strip() for line in (root / ".dockerignore").read_text().splitlines()]
+    assert not {"docs", "docs/", "docs/*", "docs/**"} & set(ignored)  # the image's build context keeps docs/
