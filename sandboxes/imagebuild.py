@@ -152,12 +152,15 @@ def definition_files(image: ImageDef) -> list[Path]:
 
 
 def project_files() -> list[Path]:
-    """What a wheel of this project is built from: pyproject.toml, README.md and its packages' folders."""
+    """What a wheel of this project is built from: pyproject.toml, README.md, its packages' folders and the
+    data files pyproject lists (the labelling guides the review pages show)."""
     pyproject = REPO_ROOT / "pyproject.toml"
     if not pyproject.is_file():
         raise ImageBuildError(f"the service image is built from a source checkout; no {pyproject}")
-    find = tomllib.loads(pyproject.read_text())["tool"]["setuptools"]["packages"]["find"]
+    setuptools_table = tomllib.loads(pyproject.read_text())["tool"]["setuptools"]
+    find = setuptools_table["packages"]["find"]
     files = [pyproject, REPO_ROOT / "README.md"]
+    files += [REPO_ROOT / name for names in setuptools_table.get("data-files", {}).values() for name in names]
     for pattern in find["include"]:
         folder = REPO_ROOT / pattern.rstrip("*").rstrip(".")
         files += [p for p in folder.rglob("*") if p.is_file() and "__pycache__" not in p.parts

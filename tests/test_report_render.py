@@ -51,3 +51,6 @@ def test_an_install_without_the_repository_carries_the_guides() -> None:
     assert sorted(shipped["share/integritylab/docs"]) == sorted(f"docs/{name}" for name in GUIDES.values())
     ignored = [line.strip() for line in (root / ".dockerignore").read_text().splitlines()]
     assert not {"docs", "docs/", "docs/*", "docs/**"} & set(ignored)  # the image's build context keeps docs/
+    from sandboxes.imagebuild import project_files  # the offline image build copies them for its wheel
+
+    assert {f"docs/{name}" for name in GUIDES.values()} <= {p.relative_to(root).as_posix() for p in project_files()}
