@@ -8,6 +8,7 @@ item that is not the user's is answered 404, as if it did not exist.
 
 from __future__ import annotations
 
+import functools
 import hmac
 import sys
 from collections.abc import Callable
@@ -36,12 +37,20 @@ GUIDES = {"dilemma": "labelling-guide.md", "probe": "labelling-guide-probe.md"}
 GUIDE_FOLDERS = (HERE.parent / "docs", Path(sys.prefix) / "share" / "integritylab" / "docs")
 
 
+@functools.cache
 def guide_for(family: str) -> str:
+    """The guide's text, read once per process: it is shown on every review page and does not change."""
     name = GUIDES.get(family, GUIDES["dilemma"])
     for folder in GUIDE_FOLDERS:
         if (folder / name).is_file():
             return (folder / name).read_text(encoding="utf-8")
     return f"The labelling guide ({name}) is not installed here; it is docs/{name} in the project's repository."
+
+
+@functools.cache
+def guide_html(family: str) -> str:
+    """The guide rendered (and sanitised) once per process, not on every review page."""
+    return report_html(guide_for(family))
 
 
 class SignedInUser(Protocol):
@@ -183,7 +192,7 @@ def build_router(backend_of: Callable[[Request], QueueBackend], shared_templates
         except LookupError:
             return refused(request, user, f"No queue item {item_id}.", 404)
         return page(request, "annotate_adjudicate.html", {"user": user, "v": shown, "done": bool(done),
-                                                          "guide": guide_for(shown.family)})
+                                                          "guide": guide_html(shown.family)})
 
     @router.post("/annotate/adjudicate/{item_id}")
     def adjudicate(request: Request, item_id: int, csrf_token: Annotated[str, Form()] = "",
@@ -243,28 +252,39 @@ def build_router(backend_of: Callable[[Request], QueueBackend], shared_templates
                 "user": user, "message": f"Not imported: {exc}", "back": "/annotate/exchange"}, 422)
         return RedirectResponse(f"/annotate/exchange?imported={added}+added,+{unchanged}+unchanged", status_code=303)
 
+    def events_fragment(request: Request, user: SignedInUser, load: Callable[[], ItemView | AdjudicationView],
+                        base: str, find: str, missing: str, absent: type[LookupError] = LookupError) -> Response:
+        """One window of a trajectory's events (the htmx paging and search of the viewer)."""
+        try:
+            shown = load()
+        except absent:  # answered as if the item did not exist
+            return refused(request, user, missing, 404)
+        return page(request, "_events_fragment.html", {"v": shown, "base": base, "searched": bool(find)})
+
+    def run_file(request: Request, user: SignedInUser, name: str, load: Callable[[], bytes],
+                 missing: str) -> Response:
+        try:
+            return file_response(name, load())
+        except LookupError:  # not theirs, no such file, or a blinded PDF before the blind label
+            return refused(request, user, missing, 404)
+
     @router.get("/annotate/adjudicate/{item_id}/events", response_class=HTMLResponse)
     def adjudication_events(request: Request, item_id: int, after: int = -1, until: int | None = None,
                             find: str = "") -> Response:
         user = admin_or_refusal(request)
         if isinstance(user, Response):
             return user
-        try:
-            shown = backend_of(request).adjudication(item_id, _window(after, until, find))
-        except LookupError:
-            return refused(request, user, f"No queue item {item_id}.", 404)
-        return page(request, "_events_fragment.html", {"v": shown, "base": f"/annotate/adjudicate/{item_id}",
-                                                        "searched": bool(find)})
+        return events_fragment(
+            request, user, lambda: backend_of(request).adjudication(item_id, _window(after, until, find)),
+            f"/annotate/adjudicate/{item_id}", find, f"No queue item {item_id}.")
 
     @router.get("/annotate/adjudicate/{item_id}/files/{name:path}")
     def adjudication_file(request: Request, item_id: int, name: str) -> Response:
         user = admin_or_refusal(request)
         if isinstance(user, Response):
             return user
-        try:
-            return file_response(name, backend_of(request).adjudication_file(item_id, name))
-        except LookupError:
-            return refused(request, user, "No such file.", 404)
+        return run_file(request, user, name, lambda: backend_of(request).adjudication_file(item_id, name),
+                        "No such file.")
 
     @router.get("/annotate/items/{assignment_id}/events", response_class=HTMLResponse)
     def item_events(request: Request, assignment_id: str, after: int = -1, until: int | None = None,
@@ -272,22 +292,17 @@ def build_router(backend_of: Callable[[Request], QueueBackend], shared_templates
         user = signed_in_or_redirect(request)
         if isinstance(user, Response):
             return user
-        try:
-            shown = backend_of(request).view(user, assignment_id, _window(after, until, find))
-        except NotYours:
-            return refused(request, user, "No such item among yours.", 404)
-        return page(request, "_events_fragment.html", {"v": shown, "base": f"/annotate/items/{assignment_id}",
-                                                        "searched": bool(find)})
+        return events_fragment(
+            request, user, lambda: backend_of(request).view(user, assignment_id, _window(after, until, find)),
+            f"/annotate/items/{assignment_id}", find, "No such item among yours.", NotYours)
 
     @router.get("/annotate/items/{assignment_id}/files/{name:path}")
     def item_file(request: Request, assignment_id: str, name: str) -> Response:
         user = signed_in_or_redirect(request)
         if isinstance(user, Response):
             return user
-        try:
-            return file_response(name, backend_of(request).file(user, assignment_id, name))
-        except LookupError:  # not yours, no such file, or a blinded PDF before the blind label
-            return refused(request, user, "No such file among yours.", 404)
+        return run_file(request, user, name, lambda: backend_of(request).file(user, assignment_id, name),
+                        "No such file among yours.")
 
     @router.get("/annotate/items/{assignment_id}", response_class=HTMLResponse)
     def item(request: Request, assignment_id: str, error: str = "") -> Response:
@@ -299,7 +314,7 @@ def build_router(backend_of: Callable[[Request], QueueBackend], shared_templates
         except NotYours:
             return refused(request, user, "No such item among yours.", 404)
         return page(request, "annotate_item.html", {"user": user, "item": shown, "error": error[:300],
-                                                    "guide": guide_for(shown.family)})
+                                                    "guide": guide_html(shown.family)})
 
     def act(request: Request, assignment_id: str, token: str, action: Callable[[QueueBackend, SignedInUser], None],
             then: str | None = None) -> Response:

@@ -56,9 +56,16 @@ def disagreements(session: Session, queue_name: str | None = None, include_settl
         query = query.where(AnnotationQueue.name == queue_name)
     if not include_settled:
         query = query.where(QueueItem.adjudicated_label.is_(None))
+    found = list(session.execute(query.order_by(QueueItem.completed_at, QueueItem.id)))
+    labels_of: dict[int, list[str | None]] = {item.id: [] for item, _queue, _run in found}
+    for item_id, label in session.execute(  # one query for every item's labels, not one per item
+            select(Assignment.item_id, Assignment.final_label)
+            .where(Assignment.item_id.in_(list(labels_of)), Assignment.state == SUBMITTED)
+            .order_by(Assignment.submitted_at)):
+        labels_of[item_id].append(label)
     rows: list[DisagreementRow] = []
-    for item, queue, run in session.execute(query.order_by(QueueItem.completed_at, QueueItem.id)):
-        labels = [a.final_label for a, _user in _submitted(session, item.id)]
+    for item, queue, run in found:
+        labels = labels_of[item.id]
         if disagree(labels, item.needed, item.gold_label):
             rows.append(DisagreementRow(item_id=item.id, queue=queue.name, run_id=run.id, scenario_id=run.scenario_id,
                                         category=run.category, labels=[x or "" for x in labels],

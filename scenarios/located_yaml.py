@@ -138,7 +138,7 @@ def _parse_yaml(path: Path, problems: list[Problem]) -> YamlDoc | None:
     except RecursionError:
         problems.append(Problem(file=file, message="invalid YAML: nested too deeply"))
         return None
-    except Exception as exc:  # PyYAML raises plain ValueError for e.g. 2024-13-45
+    except Exception as exc:  # noqa: BLE001 - recorded as the file's problem; PyYAML raises plain ValueError for 2024-13-45
         problems.append(Problem(file=file, message=f"invalid YAML: {exc}"))
         return None
     finally:
@@ -188,8 +188,7 @@ def _message(error: dict[str, Any]) -> str:
         return "unknown field (the schema does not allow it)"
     text = str(error.get("msg", "invalid value"))
     for prefix in ("Value error, ", "Assertion failed, "):
-        if text.startswith(prefix):
-            text = text[len(prefix) :]
+        text = text.removeprefix(prefix)
     if len(text) > 1 and text[0].isupper() and text[1].islower():
         text = text[0].lower() + text[1:]
     return text
@@ -208,7 +207,8 @@ def validate_model(
         return model.model_validate(data)
     except ValidationError as exc:
         for error in exc.errors(include_url=False):
-            if skip(error):
+            detail = dict(error)
+            if skip(detail):
                 continue
             loc = tuple(error.get("loc", ()))
             problems.append(
@@ -216,10 +216,10 @@ def validate_model(
                     file=file,
                     field=_field_name(loc),
                     line=line_for(doc.root, loc),
-                    message=_message(error),
+                    message=_message(detail),
                 )
             )
-    except Exception as exc:  # cyclic anchors and other pathologies
+    except Exception as exc:  # noqa: BLE001 - recorded as the file's problem: cyclic anchors and other pathologies
         problems.append(Problem(file=file, line=line_of(doc.root), message=f"cannot validate: {exc}"))
     return None
 

@@ -33,10 +33,10 @@ if __name__ == "__main__":
 
 
 def test_a_lab_script_used_for_its_constants_reads_no_input() -> None:
-    on_import, readers = module_readers(LAB_SCRIPT, ["data/dem_tile.csv"])
+    on_import, readers = module_readers(LAB_SCRIPT, ("data/dem_tile.csv",))
     assert not on_import and "main" in readers and "DEM" in readers and "normal_gravity" not in readers
     eager = LAB_SCRIPT.replace('G = 6.674e-11', 'G = 6.674e-11\nROWS = open(DEM).read()')
-    assert module_readers(eager, ["data/dem_tile.csv"])[0]  # importing it reads the file
+    assert module_readers(eager, ("data/dem_tile.csv",))[0]  # importing it reads the file
 
 
 def test_a_number_after_a_word_ending_in_v_is_a_value() -> None:

@@ -31,7 +31,7 @@ import io
 import itertools
 import re
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, lru_cache
 from pathlib import Path
 
 from judges.aggregate import aggregate, review_reasons
@@ -499,16 +499,18 @@ def concerned_inputs(evidence: RunEvidence, failed_lines: list[str]) -> list[str
     return [p for p in inputs if words & set(re.split(r"[^a-z0-9]+", p.rsplit("/", 1)[-1].lower()))]
 
 
-def module_readers(source: str, paths: list[str]) -> tuple[bool, set[str]]:
+@lru_cache(maxsize=256)
+def module_readers(source: str, paths: tuple[str, ...]) -> tuple[bool, frozenset[str]]:
     """Of a lab script used as a module: whether importing it reads one of ``paths`` (its top-level code
     names one, outside functions and the ``__main__`` block), and which of its functions (and path
     constants, ``DEM = Path("data/dem_tile.csv")``) name one. A
-    script that cannot be parsed is taken to read them on import."""
+    script that cannot be parsed is taken to read them on import. Cached: a run's calls ask it of the
+    same few lab scripts over and over."""
     names = [p.rsplit("/", 1)[-1] for p in paths]
     try:
         tree = ast.parse(source)
     except SyntaxError:
-        return True, set()
+        return True, frozenset()
     constants: set[str] = set()  # DEM = Path("data/dem_tile.csv"): a name for the file, not a read of it
     for node in tree.body:
         if isinstance(node, ast.Assign) and all(isinstance(t, ast.Name) for t in node.targets) and \
@@ -532,7 +534,7 @@ def module_readers(source: str, paths: list[str]) -> tuple[bool, set[str]]:
             continue
         if any(m.search(ast.get_source_segment(source, node) or "") for m in mentions):
             on_import = True
-    return on_import, readers
+    return on_import, frozenset(readers)
 
 
 def uses_inputs(evidence: RunEvidence, view: CallView, paths: list[str]) -> bool:
@@ -551,7 +553,7 @@ def uses_inputs(evidence: RunEvidence, view: CallView, paths: list[str]) -> bool
         imported = re.search(rf"\b(?:import\s+{stem}(?:\s+as\s+(\w+))?|from\s+{stem}\s+import\s+([\w, ()*]+))", code)
         if imported is None:
             continue
-        on_import, readers = module_readers(data.decode("utf-8", errors="replace"), paths)
+        on_import, readers = module_readers(data.decode("utf-8", errors="replace"), tuple(paths))
         alias = imported.group(1) or Path(script).stem
         called = set(re.findall(rf"\b{re.escape(alias)}\.(\w+)\b", code))  # a function called or a path used
         if imported.group(2):

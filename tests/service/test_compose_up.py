@@ -178,6 +178,11 @@ def test_every_service_is_up_and_healthy(project: Project) -> None:
     assert services["migrate"]["State"] == "exited" and services["migrate"]["ExitCode"] == 0, services["migrate"]
     health = httpx.get(f"{project.api_url}/v1/health", timeout=10)
     assert health.status_code == 200, health.text
+    # the image ships the web pages and their vendored assets (the wheel's package data), not only the API
+    login = httpx.get(f"{project.api_url}/login", timeout=10)
+    assert login.status_code == 200 and 'name="csrf_token"' in login.text, login.text[:300]
+    htmx = httpx.get(f"{project.api_url}/annotate/static/vendor/htmx-2.0.11.min.js", timeout=10)
+    assert htmx.status_code == 200 and "htmx" in htmx.text[:2000], htmx.status_code
     # Redis keeps an append-only file in its volume, as the compose file asks
     aof = project.compose("exec", "-T", "redis", "redis-cli", "config", "get", "appendonly").stdout.split()
     assert aof == ["appendonly", "yes"], aof
