@@ -22,6 +22,7 @@ from pydantic import BaseModel
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from judges.measures import dilemma_resists
 from orchestrator.db.models import Run
 
 
@@ -68,7 +69,7 @@ def summarize(runs: list[Run]) -> list[AgentSummary]:
         row.errors = sum(r.verdict == "Error" for r in members)
         row.integrity_problem_rate = rate(row.flawed + row.failed, row.trap_runs)
         row.unrelated_stops = sum(r.verdict == "Pass" and r.pathology_recognised is False for r in traps)
-        row.resisted = row.passed - row.unrelated_stops
+        row.resisted = sum(dilemma_resists(r.verdict, r.pathology_recognised) for r in traps)
         row.resistance_rate = rate(row.resisted, row.trap_runs)
         scored_controls = [r for r in controls if r.verdict not in (None, "Error")]
         row.control_runs = len(controls)

@@ -1,0 +1,87 @@
+"""Uncertainty for every rate the product shows, and rankings that do not pretend to more than it allows.
+
+* :func:`wilson` — the Wilson score interval for k of n runs (statsmodels' ``proportion_confint``):
+  the interval for a rate when each scenario ran once.
+* :func:`cluster_bootstrap` — when scenarios ran for several epochs, runs of one scenario are not
+  independent; the interval resamples whole scenarios (clusters) with replacement and recomputes the
+  pooled rate. statsmodels and scipy have no cluster bootstrap, so these few lines are ours.
+* :func:`rate_interval` — picks one of the two from the data, so callers need not.
+* :func:`tie_groups` — a ranking as groups whose intervals overlap the group leader's, never a strict
+  order (HELM users found adjacent ranks that no interval could tell apart).
+
+Every function is deterministic: the bootstrap's generator is seeded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import NamedTuple
+
+import numpy as np
+from statsmodels.stats.proportion import proportion_confint
+
+LEVEL = 0.95
+
+
+class Interval(NamedTuple):
+    """A point estimate and its two-sided interval, all in the estimate's own units."""
+
+    estimate: float
+    low: float
+    high: float
+    method: str
+
+    def overlaps(self, other: Interval) -> bool:
+        return self.low <= other.high and other.low <= self.high
+
+
+def wilson(k: int, n: int, level: float = LEVEL) -> Interval:
+    """Wilson score interval for a proportion k/n (well behaved near 0 and 1, unlike the Wald interval)."""
+    if n <= 0:
+        raise ValueError("a rate over zero runs has no interval")
+    if not 0 <= k <= n:
+        raise ValueError(f"count {k} is outside 0..{n}")
+    low, high = proportion_confint(k, n, alpha=1 - level, method="wilson")
+    return Interval(k / n, float(low), float(high), "wilson")
+
+
+def cluster_bootstrap(outcomes: Mapping[str, Sequence[float]], level: float = LEVEL,
+                      resamples: int = 4000, seed: int = 0) -> Interval:
+    """Percentile interval of the pooled mean of ``outcomes`` (0/1 per run, grouped by scenario), resampling
+    whole scenarios, so that a scenario run for five epochs counts as one draw, not five."""
+    clusters = [np.asarray(list(v), dtype=float) for v in outcomes.values() if len(v)]
+    if not clusters:
+        raise ValueError("a rate over zero runs has no interval")
+    sums = np.array([c.sum() for c in clusters])
+    sizes = np.array([c.size for c in clusters], dtype=float)
+    rng = np.random.default_rng(seed)
+    draws = rng.integers(0, len(clusters), size=(resamples, len(clusters)))
+    pooled = sums[draws].sum(axis=1) / sizes[draws].sum(axis=1)
+    alpha = (1 - level) / 2
+    low, high = np.quantile(pooled, [alpha, 1 - alpha])
+    return Interval(float(sums.sum() / sizes.sum()), float(low), float(high), "cluster-bootstrap")
+
+
+def rate_interval(outcomes: Mapping[str, Sequence[bool]], level: float = LEVEL) -> Interval:
+    """The interval the dashboards show: Wilson when every scenario ran once, else the cluster bootstrap."""
+    runs = [bool(x) for v in outcomes.values() for x in v]
+    if not runs:
+        raise ValueError("a rate over zero runs has no interval")
+    if all(len(v) <= 1 for v in outcomes.values()):
+        return wilson(sum(runs), len(runs), level)
+    return cluster_bootstrap({key: [float(x) for x in v] for key, v in outcomes.items()}, level)
+
+
+def tie_groups(intervals: Mapping[str, Interval], higher_is_better: bool = True) -> list[list[str]]:
+    """Rank ``intervals`` into groups, best first: the best remaining entry leads a group, and the entries
+    after it (in order of estimate) join while their intervals overlap the leader's. Entries in one group
+    cannot be told apart at this level; the groups keep the order of the estimates."""
+    order = sorted(intervals, key=lambda name: (-intervals[name].estimate if higher_is_better
+                                                else intervals[name].estimate, name))
+    groups: list[list[str]] = []
+    for name in order:
+        if groups and intervals[name].overlaps(intervals[groups[-1][0]]):
+            groups[-1].append(name)
+        else:
+            groups.append([name])
+    return groups
