@@ -27,7 +27,7 @@ def test_every_vendored_file_is_recorded_and_matches_its_hash() -> None:
 
 
 def test_pages_load_only_served_scripts() -> None:
-    templates = Path(__file__).resolve().parents[1] / "annotation" / "templates"
-    for page in templates.glob("*.html"):
+    root = Path(__file__).resolve().parents[1]
+    for page in [*(root / "annotation" / "templates").glob("*.html"), *(root / "orchestrator" / "api" / "templates").glob("*.html")]:
         for src in re.findall(r'<script[^>]*src="([^"]+)"', page.read_text()):
             assert src.startswith("/annotate/static/"), f"{page.name} loads {src} from elsewhere"

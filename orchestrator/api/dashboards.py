@@ -1,0 +1,191 @@
+"""Dashboard pages: the agents overview, the agent × category heatmap, and the runs behind a cell.
+
+Server-rendered with Jinja2 like the sign-in and annotation pages; charts are Vega-Lite specs from
+orchestrator/charts.py, drawn by the vendored vega files. Every number comes from
+orchestrator/scoreboard.py (definitions in docs/scores.md).
+
+Who sees what: admins see everything. An annotator sees no dashboard while queue items still wait for
+their label (verdicts and judges' findings would steer the labels), and then sees agents under stable
+pseudonyms ("agent 1", …) when a blinded queue exists; only admins and a batch's own submitter see the
+names then.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlencode
+
+from fastapi import APIRouter, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from fastapi.templating import Jinja2Templates
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from annotation.leases import SKIPPED, SUBMITTED
+from judges.intervals import tie_groups
+from orchestrator import charts
+from orchestrator.api import web_sessions as web
+from orchestrator.api.state import service
+from orchestrator.db.models import AnnotationQueue, Assignment, Batch, QueueItem, Run
+from orchestrator.scoreboard import ScoreRow, agent_name, hazards_from, resists, score_rows
+
+router = APIRouter(include_in_schema=False)
+templates = Jinja2Templates(directory=Path(__file__).parent / "templates")
+RUNS_SHOWN = 500  # the runs list of a heatmap cell shows this many, newest first, and says how many more
+
+
+class Filters:
+    """The query string every dashboard page shares: batch, family and condition (all optional)."""
+
+    def __init__(self, batch: str = "", family: str = "", condition: str = "") -> None:
+        self.batch, self.family, self.condition = batch.strip(), family.strip(), condition.strip()
+
+    def query(self, **extra: str) -> str:
+        pairs = {"batch": self.batch, "family": self.family, "condition": self.condition, **extra}
+        return urlencode({k: v for k, v in pairs.items() if v})
+
+
+def _runs(session: Session, filters: Filters, agent: str = "", category: str = "") -> list[Run]:
+    query = select(Run)
+    if filters.batch:
+        query = query.where(Run.batch_id == filters.batch)
+    if filters.family:
+        query = query.where(Run.family == filters.family)
+    if filters.condition:
+        query = query.where(Run.condition == filters.condition)
+    if category:
+        query = query.where(Run.category == category)
+    runs = list(session.scalars(query.order_by(Run.created_at)))
+    return [r for r in runs if agent_name(r) == agent] if agent else runs
+
+
+def waiting_for(session: Session, user: web.SignedIn) -> int:
+    """Queue items not yet complete that this annotator has not labelled (or skipped)."""
+    done = select(Assignment.item_id).where(Assignment.user_id == user.user_id,
+                                            Assignment.state.in_((SUBMITTED, SKIPPED)))
+    return int(session.scalar(select(func.count()).select_from(QueueItem).where(
+        QueueItem.completed_at.is_(None), QueueItem.id.not_in(done))) or 0)
+
+
+def names_visible(session: Session, user: web.SignedIn, filters: Filters) -> bool:
+    if user.role == "admin":
+        return True
+    if filters.batch:
+        batch = session.get(Batch, filters.batch)
+        if batch is not None and batch.created_by == user.name:
+            return True
+    return not session.scalar(select(func.count()).select_from(AnnotationQueue).where(AnnotationQueue.blinded))
+
+
+def pseudonyms(names: list[str]) -> dict[str, str]:
+    return {name: f"agent {i}" for i, name in enumerate(sorted(set(names)), start=1)}
+
+
+def _gate(request: Request, session: Session) -> web.SignedIn | Response:
+    user = web.current(session, request.cookies.get(web.SESSION_COOKIE))
+    if user is None:
+        return RedirectResponse(f"/login?{urlencode({'next': str(request.url.path)})}", status_code=303)
+    if user.role != "admin":
+        waiting = waiting_for(session, user)
+        if waiting:
+            return templates.TemplateResponse(request, "dashboard_message.html", {
+                "user": user, "message": f"The dashboards open once your labels are in: {waiting} queue "
+                                         f"item(s) still wait for you."}, status_code=403)
+    return user
+
+
+def _options(session: Session) -> dict[str, list[str]]:
+    def distinct(column: Any) -> list[str]:
+        return [v for v in session.scalars(select(column).distinct().order_by(column)) if v]
+    return {"batch": distinct(Run.batch_id), "family": distinct(Run.family), "condition": distinct(Run.condition)}
+
+
+def _rename(rows: list[ScoreRow], shown: dict[str, str] | None) -> list[ScoreRow]:
+    if shown is None:
+        return rows
+    return [row.model_copy(update={"agent": shown[row.agent]}) for row in rows]
+
+
+@router.get("/dashboard", response_class=HTMLResponse)
+def overview(request: Request, batch: str = "", family: str = "", condition: str = "") -> Response:
+    filters = Filters(batch, family, condition)
+    with service(request).sessions() as session:
+        user = _gate(request, session)
+        if isinstance(user, Response):
+            return user
+        runs = _runs(session, filters)
+        mask = None if names_visible(session, user, filters) else pseudonyms([agent_name(r) for r in runs])
+        options = _options(session)
+    rows = _rename(score_rows(runs, hazards_from(service(request).catalog)), mask)
+    ranked = {f"{r.agent} · {r.condition}": r.resistance.interval() for r in rows if r.resistance}
+    groups = tie_groups(ranked)
+    group_of = {name: i for i, group in enumerate(groups, start=1) for name in group}
+    points = [charts.RatePoint(label=f"{r.agent} · {r.condition}", condition=r.condition, n=r.resistance.n,
+                               estimate=r.resistance.estimate, low=r.resistance.low, high=r.resistance.high)
+              for r in rows if r.resistance]
+    spec = charts.interval_chart(points, "Resistance on trap runs (95% intervals)", "resistance")
+    return templates.TemplateResponse(request, "dashboard.html", {
+        "user": user, "rows": rows, "filters": filters, "options": options, "group_of": group_of,
+        "groups": groups, "spec": json.dumps(spec), "masked": mask is not None, "total": len(runs)})
+
+
+@router.get("/dashboard/heatmap", response_class=HTMLResponse)
+def heatmap(request: Request, batch: str = "", family: str = "", condition: str = "") -> Response:
+    filters = Filters(batch, family, condition)
+    with service(request).sessions() as session:
+        user = _gate(request, session)
+        if isinstance(user, Response):
+            return user
+        runs = _runs(session, filters)
+        mask = None if names_visible(session, user, filters) else pseudonyms([agent_name(r) for r in runs])
+        options = _options(session)
+    rows = score_rows([r for r in runs if r.family != "mcq"], hazards_from(service(request).catalog),
+                      by=("agent", "category"))
+    cells: list[charts.HeatCell] = []
+    for row in rows:
+        if row.resistance is None:
+            continue  # no finished trap run in this cell
+        shown = mask[row.agent] if mask else row.agent
+        # a cell links to its runs by the agent's real name only for those allowed to see it
+        target = filters.query(agent=row.agent if mask is None else "", category=row.category,
+                               pseudonym=shown if mask else "")
+        cells.append(charts.HeatCell(agent=shown, category=row.category, n=row.resistance.n,
+                                     rate=1 - row.resistance.estimate, low=1 - row.resistance.high,
+                                     high=1 - row.resistance.low, href=f"/dashboard/runs?{target}"))
+    spec = charts.heatmap(cells, "Failure rate on trap runs (1 − resistance); a cell opens its runs")
+    return templates.TemplateResponse(request, "dashboard_heatmap.html", {
+        "user": user, "filters": filters, "options": options, "cells": cells, "spec": json.dumps(spec)})
+
+
+@router.get("/dashboard/runs", response_class=HTMLResponse)
+def runs_list(request: Request, batch: str = "", family: str = "", condition: str = "", agent: str = "",
+              category: str = "", pseudonym: str = "") -> Response:
+    filters = Filters(batch, family, condition)
+    with service(request).sessions() as session:
+        user = _gate(request, session)
+        if isinstance(user, Response):
+            return user
+        masked = not names_visible(session, user, filters)
+        runs = _runs(session, filters, category=category)
+        if masked:
+            mask = pseudonyms([agent_name(r) for r in runs])
+            real = {v: k for k, v in mask.items()}.get(pseudonym, "")
+            runs = [r for r in runs if agent_name(r) == real] if pseudonym else runs
+        elif agent:
+            runs = [r for r in runs if agent_name(r) == agent]
+        names = pseudonyms([agent_name(r) for r in _runs(session, filters, category=category)]) if masked else {}
+    by_status: dict[str, int] = defaultdict(int)
+    for run in runs:
+        by_status[run.verdict or run.status] += 1
+    shown = sorted(runs, key=lambda r: r.created_at, reverse=True)[:RUNS_SHOWN]
+    lines = [{"id": r.id, "scenario": r.scenario_id, "category": r.category, "role": r.role,
+              "agent": names.get(agent_name(r), agent_name(r)) if masked else agent_name(r),
+              "condition": r.condition, "epoch": r.epoch, "verdict": r.verdict or "", "status": r.status,
+              "resisted": resists(r) if r.role == "trap" and r.verdict else None,
+              "duration": r.duration_s} for r in shown]
+    return templates.TemplateResponse(request, "dashboard_runs.html", {
+        "user": user, "filters": filters, "lines": lines, "total": len(runs), "by_status": dict(by_status),
+        "agent": pseudonym if masked else agent, "category": category})

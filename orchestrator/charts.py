@@ -1,0 +1,80 @@
+"""Vega-Lite specs built in Python, as plain data: the pages embed them as JSON for the vendored
+vega-embed, and tests read them without a browser. No chart knows about HTTP or the database."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from pydantic import BaseModel
+
+SCHEMA = "https://vega.github.io/schema/vega-lite/v5.json"  # an identifier: vega-embed does not fetch it
+
+Spec = dict[str, Any]
+
+
+class RatePoint(BaseModel):
+    """One agent × condition's rate and its interval, on the overview's chart."""
+
+    label: str
+    condition: str
+    estimate: float
+    low: float
+    high: float
+    n: int
+
+
+class HeatCell(BaseModel):
+    agent: str
+    category: str
+    rate: float
+    low: float
+    high: float
+    n: int
+    href: str
+
+
+def interval_chart(points: Sequence[RatePoint], title: str, axis: str) -> Spec:
+    """Each row's estimate as a dot and its 95% interval as a bar: overlapping bars cannot be told apart."""
+    values = [p.model_dump() for p in points]
+    y = {"field": "label", "type": "nominal", "title": None, "sort": None}
+    return {
+        "$schema": SCHEMA, "title": title, "width": 420, "height": {"step": 26},
+        "data": {"values": values},
+        "encoding": {"y": y, "color": {"field": "condition", "type": "nominal", "title": "condition"}},
+        "layer": [
+            {"mark": {"type": "rule", "strokeWidth": 2},
+             "encoding": {"x": {"field": "low", "type": "quantitative", "scale": {"domain": [0, 1]}, "title": axis},
+                          "x2": {"field": "high"}}},
+            {"mark": {"type": "point", "filled": True, "size": 70},
+             "encoding": {"x": {"field": "estimate", "type": "quantitative"},
+                          "tooltip": [{"field": "label"}, {"field": "condition"},
+                                      {"field": "estimate", "format": ".2f"}, {"field": "low", "format": ".2f"},
+                                      {"field": "high", "format": ".2f"}, {"field": "n", "title": "runs"}]}},
+        ],
+    }
+
+
+def heatmap(cells: Sequence[HeatCell], title: str) -> Spec:
+    """Agent × category failure rate; a cell is a link to its runs (Vega-Lite's ``href`` channel)."""
+    return {
+        "$schema": SCHEMA, "title": title, "data": {"values": [c.model_dump() for c in cells]},
+        "width": {"step": 46}, "height": {"step": 30},
+        "encoding": {
+            "x": {"field": "category", "type": "ordinal", "title": "category", "sort": "ascending"},
+            "y": {"field": "agent", "type": "nominal", "title": None},
+            "href": {"field": "href"},  # on both layers: a click on the count opens the cell too
+        },
+        "layer": [
+            {"mark": {"type": "rect", "cursor": "pointer"},
+             "encoding": {
+                 "color": {"field": "rate", "type": "quantitative", "title": "failure rate",
+                           "scale": {"domain": [0, 1], "scheme": "orangered"}},
+                 "tooltip": [{"field": "agent"}, {"field": "category"}, {"field": "rate", "format": ".2f"},
+                             {"field": "low", "format": ".2f"}, {"field": "high", "format": ".2f"},
+                             {"field": "n", "title": "runs"}]}},
+            {"mark": {"type": "text", "fontSize": 11, "cursor": "pointer"},
+             "encoding": {"text": {"field": "n", "type": "quantitative"},
+                          "color": {"condition": {"test": "datum.rate > 0.6", "value": "white"}, "value": "black"}}},
+        ],
+    }

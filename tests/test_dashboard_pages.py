@@ -1,0 +1,132 @@
+"""The dashboard pages (issue #16) through the app: the overview's rates and intervals are the scoreboard's,
+a heatmap cell links to exactly its runs, and annotators see no dashboard until their labels are in, then
+only pseudonyms while a blinded queue exists."""
+
+from __future__ import annotations
+
+import json
+import re
+from html import unescape
+
+import pytest
+from fastapi.testclient import TestClient
+
+from judges.intervals import wilson
+from orchestrator.api.app import create_app
+from orchestrator.cli.service_cmd import migrate_database
+from orchestrator.db.models import AnnotationQueue, Batch, QueueItem, Run, RunStatus
+from orchestrator.db.session import session_factory
+from orchestrator.runs import utcnow
+from orchestrator.settings import Settings
+from tests.annotation_support import PASSWORD, make_users
+
+#: (agent, scenario, role, verdict, recognised, completed)
+RUNS = [
+    ("react", "t01-kiln-energy-forecast-trap", "trap", "Pass", True, True),
+    ("react", "t01-sepsis-warning-trap", "trap", "Fail", False, True),
+    ("react", "t02-panel-attrition-trap", "trap", "Flawed", True, True),
+    ("react", "t02-panel-attrition-control", "control", "Pass", None, True),
+    ("codex", "t01-kiln-energy-forecast-trap", "trap", "Fail", False, True),
+    ("codex", "t01-sepsis-warning-trap", "trap", "Fail", False, True),
+    ("codex", "t02-panel-attrition-trap", "trap", "Pass", True, True),
+    ("codex", "t02-panel-attrition-control", "control", "Pass", None, False),
+]
+
+
+@pytest.fixture
+def seeded(settings: Settings) -> tuple[Settings, str]:
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    migrate_database(settings.effective_database_url)
+    sessions = session_factory(settings.effective_database_url)
+    with sessions() as session:
+        batch = Batch(name="dashboard test", created_by="sam", status="done")
+        session.add(batch)
+        session.flush()
+        for agent, scenario, role, verdict, recognised, completed in RUNS:
+            session.add(Run(batch_id=batch.id, scenario_id=scenario, family="dilemma", category=scenario[:3].upper(),
+                            role=role, agent=agent, model="scripted:x", condition="none", status=RunStatus.done,
+                            verdict=verdict, pathology_recognised=recognised, completed=completed, duration_s=12.0,
+                            finished_at=utcnow()))
+        session.commit()
+        batch_id = batch.id
+    make_users(sessions, ["root"], role="admin")
+    make_users(sessions, ["ada"])
+    return settings, batch_id
+
+
+def signed_in(settings: Settings, name: str) -> TestClient:
+    client = TestClient(create_app(settings), base_url="http://127.0.0.1")
+    token = re.search(r'name="csrf_token" value="([^"]+)"', client.get("/login").text).group(1)
+    assert client.post("/login", data={"name": name, "password": PASSWORD, "csrf_token": token},
+                       follow_redirects=False).status_code == 303
+    return client
+
+
+def spec_of(html: str, chart: str) -> dict:
+    found = re.search(rf'id="{chart}" class="chart" data-spec="([^"]+)"', html)
+    assert found, f"no {chart} on the page"
+    return json.loads(unescape(found.group(1)))
+
+
+def test_the_dashboard_needs_a_signed_in_user(seeded) -> None:
+    settings, _ = seeded
+    answer = TestClient(create_app(settings)).get("/dashboard", follow_redirects=False)
+    assert answer.status_code == 303 and answer.headers["location"].startswith("/login?next=")
+
+
+def test_the_overview_shows_the_scoreboard_with_intervals(seeded) -> None:
+    settings, batch_id = seeded
+    page = signed_in(settings, "root").get("/dashboard", params={"batch": batch_id}).text
+    rows = {m.group(1): m.group(0) for m in re.finditer(r"<tr>\s*<td>([^<]+/scripted:x)</td>.*?</tr>", page, re.S)}
+    assert set(rows) == {"react/scripted:x", "codex/scripted:x"}
+    # react: 1 of 3 traps resisted (the Fail named nothing), Wilson [0.06, 0.79]; codex the same count
+    low, high = wilson(1, 3).low, wilson(1, 3).high
+    assert f"0.33 <span class=\"ci\">[{low:.2f}, {high:.2f}]</span>" in rows["react/scripted:x"]
+    assert "0.00 <span" in rows["react/scripted:x"] and "1.00 <span" in rows["codex/scripted:x"]  # over-refusal
+    points = {p["label"]: p for p in spec_of(page, "resistance-chart")["data"]["values"]}
+    assert points["react/scripted:x · none"]["estimate"] == pytest.approx(1 / 3)
+    assert points["react/scripted:x · none"]["low"] == pytest.approx(low)
+    # overlapping intervals: one tie group, not a strict order
+    groups = {name: re.search(r"<td>none</td>\s*<td>([^<]+)</td>", row).group(1) for name, row in rows.items()}
+    assert groups == {"react/scripted:x": "1", "codex/scripted:x": "1"}
+
+
+def test_a_heatmap_cell_links_to_exactly_its_runs(seeded) -> None:
+    settings, batch_id = seeded
+    admin = signed_in(settings, "root")
+    page = admin.get("/dashboard/heatmap", params={"batch": batch_id}).text
+    cells = {(c["agent"], c["category"]): c for c in spec_of(page, "heatmap-chart")["data"]["values"]}
+    cell = cells[("codex/scripted:x", "T01")]
+    assert cell["rate"] == 1.0 and cell["n"] == 2
+    runs = admin.get(unescape(cell["href"])).text
+    listed = re.findall(r"<td>(t0\d-[a-z-]+)</td>", runs)
+    assert sorted(listed) == ["t01-kiln-energy-forecast-trap", "t01-sepsis-warning-trap"]
+    assert "react/scripted:x" not in runs
+
+
+def test_annotators_wait_for_their_labels_and_then_see_pseudonyms(seeded) -> None:
+    settings, batch_id = seeded
+    sessions = session_factory(settings.effective_database_url)
+    with sessions() as session:
+        queue = AnnotationQueue(name="blind", blinded=True)
+        session.add(queue)
+        session.flush()
+        run = session.query(Run).first()
+        item = QueueItem(queue_id=queue.id, run_id=run.id, needed=1)
+        session.add(item)
+        session.commit()
+        item_id = item.id
+    ada = signed_in(settings, "ada")
+    refused = ada.get("/dashboard")
+    assert refused.status_code == 403 and "1 queue item(s) still wait for you" in refused.text
+    assert "scripted:x" not in refused.text
+    with sessions() as session:
+        session.get(QueueItem, item_id).completed_at = utcnow()
+        session.commit()
+    page = ada.get("/dashboard", params={"batch": batch_id})
+    assert page.status_code == 200
+    assert "scripted:x" not in page.text and "agent 1" in page.text and "agent 2" in page.text
+    heat = ada.get("/dashboard/heatmap", params={"batch": batch_id}).text
+    assert "scripted:x" not in heat and "scripted" not in unescape(heat)
+    # the admin still sees the names
+    assert "codex/scripted:x" in signed_in(settings, "root").get("/dashboard").text
