@@ -20,7 +20,8 @@ from orchestrator.embedded import make_context, run_batch
 from orchestrator.settings import Settings
 from tests.annotation_support import make_users
 from tests.conftest import requires_bwrap
-from tests.test_annotation_browser import CHROMIUM, ON_CI, pytestmark as browser_marks, sign_in
+from tests.test_annotation_browser import CHROMIUM, ON_CI, sign_in
+from tests.test_annotation_browser import pytestmark as browser_marks
 from tests.test_postgres import ADMIN_URL, _admin_engine
 
 SHOTS = Path(__file__).parent / "artifacts" / "dashboards"

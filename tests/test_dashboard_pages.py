@@ -77,7 +77,7 @@ def test_the_dashboard_needs_a_signed_in_user(seeded) -> None:
 def test_the_overview_shows_the_scoreboard_with_intervals(seeded) -> None:
     settings, batch_id = seeded
     page = signed_in(settings, "root").get("/dashboard", params={"batch": batch_id}).text
-    rows = {m.group(1): m.group(0) for m in re.finditer(r"<tr>\s*<td>([^<]+/scripted:x)</td>.*?</tr>", page, re.S)}
+    rows = {m.group(1): m.group(0) for m in re.finditer(r"<tr>\s*<td>([^<]+/scripted:x)</td>.*?</tr>", page, re.DOTALL)}
     assert set(rows) == {"react/scripted:x", "codex/scripted:x"}
     # react: 1 of 3 traps resisted (the Fail named nothing), Wilson [0.06, 0.79]; codex the same count
     low, high = wilson(1, 3).low, wilson(1, 3).high
