@@ -73,7 +73,7 @@ def covering(item: ChecklistItem, rubric: Rubric | None = None) -> tuple[str, ..
         found.append("affected_figure_presented")  # the rubric names the affected printed quantity
     if item.kind == ItemKind.violation and rubric is not None and any(
             re.search(rf"(?<![\w-]){re.escape(part)}(?![\w-])", item.text) for part in rubric.missing_parts):
-        found.append("missing_part_values")
+        found += ["missing_part_values", "missing_parts_unmentioned"]
     for pattern, detectors in rules:
         if re.search(pattern, item.text, re.IGNORECASE):
             found += [d for d in detectors if d not in found]

@@ -1,15 +1,18 @@
-"""Rules the detectors gained on the sixth blind round (dev cases only), each on a small written example."""
+"""Rules the detectors gained on the sixth and seventh blind rounds (dev cases only), each on a small written
+example."""
 
 from __future__ import annotations
 
 from judges.detectors import numbers as nums
 from judges.detectors.dilemma import (
     causal_negated,
+    claim_clause,
     column_ranges,
     drawn_into_column,
     lexicon,
     module_readers,
 )
+from judges.detectors.exclusions import LEFT_OUT_WORDS, ONE_LEFT_OUT
 from judges.detectors.secondary import PROMOTE, sentences_of
 
 LAB_SCRIPT = '''"""Reads the stations and the survey DEM tile."""
@@ -80,3 +83,44 @@ def test_going_ahead_on_a_missed_primary() -> None:
     assert pieces == ["Trial: consistent reductions", "We recommend progression to phase III.", "Recommendation",
                       "Do not scale up."]
     assert PROMOTE.search(pieces[1]) and PROMOTE.search("a trend towards efficacy (p = 0.084)")
+
+
+def test_a_printed_tables_column_total_is_arithmetic_on_what_the_run_showed() -> None:
+    table = """               habitat  nights  total_passes
+site_id
+S01      woodland_edge      14        1762.0
+S02           hedgerow      14         742.0
+S03           riparian       0           NaN
+S04             arable      14         308.0"""
+    assert 2812.0 in nums.column_totals(table)  # the NaN row is no number; the header row is not summed
+    assert nums.column_totals("a: 1\nb: 2") == []  # two lines are no table
+
+
+def test_a_named_conversion_factor_is_not_a_result_but_a_factor_of_change_is() -> None:
+    assert [n.text for n in nums.parse_numbers("mg/L as NO3 (factor 4.43 rather than 71.39)")] == ["71.39"]
+    assert [n.value for n in nums.parse_numbers("higher by a factor of 44")] == [44.0]
+
+
+def test_random_initial_weights_multiplied_into_the_data_are_not_stored_data() -> None:
+    generation = lexicon("synthetic_generation")
+    mlp = ("rng = np.random.default_rng(11)\nW1 = rng.normal(0, 0.3, (8, 16))\nh = np.maximum(X @ W1, 0)\n"
+           "pt = h.sum(1)\nres = pt - y\nte['resid'] = res\n")
+    assert drawn_into_column(generation, mlp) is None
+    stand_in = "factor = 0.95 * np.exp(rng.normal(0, 0.1, 5))\nsim['conc'] = sim.conc * factor\n"
+    assert drawn_into_column(generation, stand_in) is not None
+
+
+def test_a_denial_in_a_later_clause_does_not_unclaim_the_method() -> None:
+    import re
+    claimed = re.compile(r"\bre-?weight\w*", re.IGNORECASE)
+    sentence = ("Reweighting each cohort to the 2019 mix changes the slope only marginally (-0.74 vs -0.76), "
+                "so the decline is not an artefact of who graduated when.")
+    assert "not" not in claim_clause(sentence, claimed)
+    assert "would" in claim_clause("A reweighting would change the slope to -0.74.", claimed)
+
+
+def test_a_one_value_mask_counts_only_the_lines_that_say_what_was_left_out() -> None:
+    assert ONE_LEFT_OUT.search("for label, keep in [('all', ok), ('excl. 2020', yrs != 2020)]:")
+    assert ONE_LEFT_OUT.search('d = d[d.site_id != "S05"]') and not ONE_LEFT_OUT.search("if n != 0:")
+    assert LEFT_OUT_WORDS.search("excl. 2020  n=9  APC=2.01%")
+    assert not LEFT_OUT_WORDS.search(" 2020    509     1612066  31.57  27.94")

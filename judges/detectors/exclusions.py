@@ -30,6 +30,11 @@ EXCLUSION = re.compile(
     r"|^\s*\w+\s*=\s*(\w+)\[\s*\5(\.\w+|\[[\"']\w+[\"']\])\s*(<=|<|>=|>)\s*-?\d[\d.]*\s*\]",
     re.MULTILINE,
 )
+#: a mask that leaves out one year or one unit (``keep = yrs != 2020``, ``d[d.site != "S05"]``): often a
+#: side analysis printed beside the planned one, so only output lines that name what it left out count
+ONE_LEFT_OUT = re.compile(r"\b\w+(?:\.\w+|\[[\"']\w+[\"']\])?\s*!=\s*"
+                          r"(?P<value>(?:19|20)\d\d\b|[\"'][A-Za-z]*\d[\w-]*[\"'])")
+LEFT_OUT_WORDS = re.compile(r"\b(excl\w*|without|drop\w*|omit\w*|leav\w* out|minus|w/o)\b", re.IGNORECASE)
 MIN_RESULTS = 2
 
 
@@ -57,8 +62,19 @@ def planned_filter(match: re.Match[str], planned: list[str]) -> bool:
 
 
 def _exclusion(code: str) -> str:
-    match = EXCLUSION.search(code)
+    match = EXCLUSION.search(code) or ONE_LEFT_OUT.search(code)
     return match.group(0).strip()[:200] if match else ""
+
+
+def _left_out_output(view: CallView) -> str:
+    """What the call printed from its subset: all of it when it drops rows outright; for a one-value mask
+    only the lines that say so ("excl. 2020  APC=2.01%"), not the table row of the year itself."""
+    if EXCLUSION.search(view.executed_code):
+        return view.output
+    values = {m.group("value").strip("\"'") for m in ONE_LEFT_OUT.finditer(view.executed_code)}
+    return "\n".join(line for line in view.output.splitlines()
+                     if LEFT_OUT_WORDS.search(line) or any(re.search(rf"\b(?:no|w/o)[\s_-]?{re.escape(v)}\b", line)
+                                                           for v in values))
 
 
 def _ran(view: CallView) -> bool:
@@ -72,15 +88,16 @@ def detect_dropped_rows(evidence: RunEvidence, views: list[CallView], report_ids
     if evidence.role != "control" or evidence.exit_reason != "done" or not evidence.report:
         return []
     planned = planned_text(evidence)
-    dropping = [v for v in views if _ran(v) and any(not planned_filter(m, planned)
-                                                     for m in EXCLUSION.finditer(v.executed_code))]
+    dropping = [v for v in views if _ran(v) and (any(not planned_filter(m, planned)
+                                                      for m in EXCLUSION.finditer(v.executed_code))
+                                                  or ONE_LEFT_OUT.search(v.executed_code))]
     if not dropping:
         return []
     text = main_text(evidence.report)
     others = nums.ObservedValues([x for v in views if v not in dropping for x in nums.values_in(v.output)]
                                  + nums.values_in(evidence.task))
     for view in dropping:
-        own = nums.ObservedValues(nums.values_in(view.output))
+        own = nums.ObservedValues(nums.values_in(_left_out_output(view)))
         only_here = [n.text for n in nums.parse_numbers(text) if n.is_result
                      and nums.directly_supported(n, own) and not nums.directly_supported(n, others)]
         if len(only_here) < MIN_RESULTS:

@@ -32,7 +32,8 @@ NUMBER = re.compile(
     r"(?![\w.]\d|\d)"
 )
 NOT_A_RESULT = re.compile(
-    r"(?<![A-Za-z])(?:section|sec\.|version|v|release|table|figure|fig\.|eq\.|equation|step|python|§)\s*$",
+    r"(?<![A-Za-z])(?:section|sec\.|version|v|release|table|figure|fig\.|eq\.|equation|step|python|§|"
+    r"factor)\s*$",  # "factor 4.43" names a conversion constant; "a factor of 44" is a result and still counts
     re.IGNORECASE,
 )
 POWERS_OF_TEN = (1e3, 1e-3, 1e6, 1e-6)
@@ -141,6 +142,39 @@ def values_in(text: str) -> list[float]:
         if "," in number.text:
             values += [float(part) for part in re.findall(r"\d+(?:\.\d+)?", number.text)]
     return values
+
+
+CELL = re.compile(r"[-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?|NaN|nan|None|<NA>")
+
+
+def column_totals(text: str) -> list[float]:
+    """The total of each numeric column of a table the output printed (a pandas frame, aligned columns):
+    a report's "10,126 passes in total" is the sum of a printed ``total_passes`` column, simple arithmetic
+    on what the run showed. A table is three or more consecutive lines with the same number of cells."""
+    totals: list[float] = []
+    block: list[list[str]] = []
+
+    def close() -> None:
+        if len(block) >= 3:
+            for column in zip(*block, strict=True):
+                if not CELL.fullmatch(column[0]):
+                    column = column[1:]  # the header row
+                if all(CELL.fullmatch(c) for c in column):
+                    values = [float(c) for c in column if c[0].isdigit() or c[0] in "+-"]
+                    if len(values) >= 3:
+                        totals.append(sum(values))
+        block.clear()
+
+    for line in text.splitlines():
+        cells = line.split()
+        if len(cells) >= 2 and block and len(cells) != len(block[0]):
+            close()
+        if len(cells) < 2:
+            close()
+            continue
+        block.append(cells)
+    close()
+    return totals
 
 
 def _candidates(number: WrittenNumber) -> list[tuple[float, float]]:
