@@ -37,7 +37,7 @@ class HeatCell(BaseModel):
 def interval_chart(points: Sequence[RatePoint], title: str, axis: str) -> Spec:
     """Each row's estimate as a dot and its 95% interval as a bar: overlapping bars cannot be told apart."""
     values = [p.model_dump() for p in points]
-    y = {"field": "label", "type": "nominal", "title": None, "sort": None}
+    y = {"field": "label", "type": "nominal", "title": None, "sort": None, "axis": {"labelLimit": 360}}
     return {
         "$schema": SCHEMA, "title": title, "width": 420, "height": {"step": 26},
         "data": {"values": values},
@@ -76,5 +76,40 @@ def heatmap(cells: Sequence[HeatCell], title: str) -> Spec:
             {"mark": {"type": "text", "fontSize": 11, "cursor": "pointer"},
              "encoding": {"text": {"field": "n", "type": "quantitative"},
                           "color": {"condition": {"test": "datum.rate > 0.6", "value": "white"}, "value": "black"}}},
+        ],
+    }
+
+
+class ForestRow(BaseModel):
+    label: str
+    difference: float
+    low: float
+    high: float
+    q_value: float
+    significant: bool
+    pairs: int
+
+
+def forest(rows: Sequence[ForestRow], title: str) -> Spec:
+    """Paired differences with their 95% intervals, one line per test, a rule at zero; filled where the
+    Benjamini–Hochberg q is below 0.05."""
+    y = {"field": "label", "type": "nominal", "title": None, "sort": None, "axis": {"labelLimit": 360}}
+    x_title = "difference in integrity-problem rate (condition − baseline)"
+    return {
+        "$schema": SCHEMA, "title": title, "width": 420, "height": {"step": 24},
+        "data": {"values": [r.model_dump() for r in rows]},
+        "layer": [
+            {"mark": {"type": "rule", "strokeWidth": 2},
+             "encoding": {"y": y, "x": {"field": "low", "type": "quantitative", "scale": {"domain": [-1, 1]},
+                                        "title": x_title}, "x2": {"field": "high"}}},
+            {"mark": {"type": "point", "size": 70, "filled": True},
+             "encoding": {"y": y, "x": {"field": "difference", "type": "quantitative"},
+                          "opacity": {"condition": {"test": "datum.significant", "value": 1}, "value": 0.35},
+                          "tooltip": [{"field": "label"}, {"field": "difference", "format": "+.2f"},
+                                      {"field": "low", "format": "+.2f"}, {"field": "high", "format": "+.2f"},
+                                      {"field": "q_value", "title": "BH q", "format": ".3f"},
+                                      {"field": "pairs"}]}},
+            {"mark": {"type": "rule", "strokeDash": [4, 4], "color": "grey"},
+             "data": {"values": [{"zero": 0}]}, "encoding": {"x": {"field": "zero", "type": "quantitative"}}},
         ],
     }

@@ -41,9 +41,10 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]
     migrate_database(url)
     ctx = make_context(settings, backend="bwrap")
     spec = BatchSpec(name="dashboard browser", selection=Selection(ids=SCENARIOS),
-                     agents=[AgentSpec(model="scripted:honest"), AgentSpec(model="scripted:fabricator")])
+                     agents=[AgentSpec(model="scripted:honest"), AgentSpec(model="scripted:fabricator")],
+                     conditions=["none", "completion"])
     batch_id, count = plan_batch(ctx.sessions, ctx.catalog, spec)
-    assert count == 8 and run_batch(ctx, batch_id, workers=4) == []
+    assert count == 16 and run_batch(ctx, batch_id, workers=4) == []
     make_users(ctx.sessions, ["root"], role="admin")
     server = BackgroundServer(create_app(settings)).start()
     SHOTS.mkdir(parents=True, exist_ok=True)
@@ -74,22 +75,29 @@ def test_overview_and_heatmap_render_a_finished_batch(served, chromium) -> None:
     page.wait_for_selector('#resistance-chart[data-rendered="yes"] svg')
     page.screenshot(path=str(SHOTS / "1-overview.png"), full_page=True)
     rows = page.locator("#overview tbody tr")
-    assert rows.count() == 2
+    assert rows.count() == 4  # two agents x two conditions
     text = page.locator("#overview").inner_text()
     assert "react/scripted:honest" in text and "react/scripted:fabricator" in text
-    # the chart drew one interval and one dot per agent
-    assert page.locator("#resistance-chart svg g.mark-symbol.role-mark path").count() == 2
-    assert page.locator("#resistance-chart svg g.mark-rule.role-mark line").count() == 2
+    # the chart drew one interval and one dot per agent and condition
+    assert page.locator("#resistance-chart svg g.mark-symbol.role-mark path").count() == 4
+    assert page.locator("#resistance-chart svg g.mark-rule.role-mark line").count() == 4
 
     page.goto(f"{base}/dashboard/heatmap?batch={batch_id}")
     page.wait_for_selector('#heatmap-chart[data-rendered="yes"] svg')
     page.screenshot(path=str(SHOTS / "2-heatmap.png"), full_page=True)
     cells = page.locator("#heatmap-chart svg g.mark-rect.role-mark path")
-    assert cells.count() == 6  # two agents x three trap categories (T02, T05, T08)
+    assert cells.count() == 12  # (two agents x two conditions) x three trap categories (T02, T05, T08)
     cells.first.click(force=True)  # the count drawn on the cell is on top; both link
     page.wait_for_url("**/dashboard/runs?*")
     page.screenshot(path=str(SHOTS / "3-cell-runs.png"), full_page=True)
     listed = page.locator("#runs tbody tr")
-    assert listed.count() == 1  # a cell is one agent's one trap in this batch
+    assert listed.count() == 1  # a cell is one agent's one trap under one condition in this batch
+
+    page.goto(f"{base}/dashboard/ablation?batch={batch_id}")
+    page.wait_for_selector('#forest-chart[data-rendered="yes"] svg')
+    page.screenshot(path=str(SHOTS / "4-ablation.png"), full_page=True)
+    assert page.locator("#ablation tbody tr").count() == 8  # two agents x (all + three categories)
+    assert page.locator("#forest-chart svg g.mark-symbol.role-mark path").count() == 8
+    assert "completion" in page.locator("#ablation").inner_text()
     assert outside == [], f"the pages fetched from elsewhere: {outside}"
     context.close()

@@ -24,7 +24,7 @@ from sqlalchemy import text
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from orchestrator.api import agents, annotate, batches, dashboards, pages, queues, runs, scenarios
+from orchestrator.api import ablations, agents, annotate, batches, dashboards, pages, queues, runs, scenarios
 from orchestrator.api.responses import COMMON
 from orchestrator.api.state import ServiceState
 from orchestrator.artifacts import ArtifactStore
@@ -145,7 +145,7 @@ def create_app(settings: Settings | None = None, state: ServiceState | None = No
                     "(`integritylab tokens create --role admin|annotator`).",
     )
     app.state.service = state
-    for module in (batches, runs, scenarios, agents, queues):
+    for module in (batches, ablations, runs, scenarios, agents, queues):
         app.include_router(module.router)
     app.include_router(pages.router)
     app.include_router(dashboards.router)

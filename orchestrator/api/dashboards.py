@@ -27,6 +27,7 @@ from sqlalchemy.orm import Session
 from annotation.leases import SKIPPED, SUBMITTED
 from judges.intervals import tie_groups
 from orchestrator import charts
+from orchestrator.ablation import ablation_of
 from orchestrator.api import web_sessions as web
 from orchestrator.api.state import service
 from orchestrator.db.models import AnnotationQueue, Assignment, Batch, QueueItem, Run
@@ -145,13 +146,15 @@ def heatmap(request: Request, batch: str = "", family: str = "", condition: str 
     rows = score_rows([r for r in runs if r.family != "mcq"], hazards_from(service(request).catalog),
                       by=("agent", "category"))
     cells: list[charts.HeatCell] = []
+    several = len({row.condition for row in rows}) > 1  # one line per agent and condition, never overlaid
     for row in rows:
         if row.resistance is None:
             continue  # no finished trap run in this cell
-        shown = mask[row.agent] if mask else row.agent
+        name = mask[row.agent] if mask else row.agent
         # a cell links to its runs by the agent's real name only for those allowed to see it
-        target = filters.query(agent=row.agent if mask is None else "", category=row.category,
-                               pseudonym=shown if mask else "")
+        target = Filters(filters.batch, filters.family, row.condition).query(
+            agent=row.agent if mask is None else "", category=row.category, pseudonym=name if mask else "")
+        shown = f"{name} · {row.condition}" if several else name
         cells.append(charts.HeatCell(agent=shown, category=row.category, n=row.resistance.n,
                                      rate=1 - row.resistance.estimate, low=1 - row.resistance.high,
                                      high=1 - row.resistance.low, href=f"/dashboard/runs?{target}"))
@@ -189,3 +192,35 @@ def runs_list(request: Request, batch: str = "", family: str = "", condition: st
     return templates.TemplateResponse(request, "dashboard_runs.html", {
         "user": user, "filters": filters, "lines": lines, "total": len(runs), "by_status": dict(by_status),
         "agent": pseudonym if masked else agent, "category": category})
+
+
+@router.get("/dashboard/ablation", response_class=HTMLResponse)
+def ablation(request: Request, batch: str = "", baseline: str = "") -> Response:
+    """The paired comparison of a batch run under several conditions (several batches: ``batch=a,b``)."""
+    batches = [b.strip() for b in batch.split(",") if b.strip()]
+    filters = Filters(batch=batches[0] if batches else "")
+    with service(request).sessions() as session:
+        user = _gate(request, session)
+        if isinstance(user, Response):
+            return user
+        if not batches:
+            return templates.TemplateResponse(request, "dashboard_message.html", {
+                "user": user, "message": "Choose a batch run under two or more conditions: "
+                                         "/dashboard/ablation?batch=ID"}, status_code=422)
+        try:
+            report = ablation_of(session, batches, baseline or None)
+        except (LookupError, ValueError) as exc:
+            return templates.TemplateResponse(request, "dashboard_message.html", {
+                "user": user, "message": f"No ablation to show: {exc}"}, status_code=404)
+        mask = None if names_visible(session, user, filters) else pseudonyms([t.agent for t in report.tests])
+    if mask:
+        report = report.model_copy(update={
+            "tests": [t.model_copy(update={"agent": mask[t.agent]}) for t in report.tests],
+            "disclosure": [d.model_copy(update={"agent": mask.get(d.agent, "agent ?")}) for d in report.disclosure],
+            "scores": [c.model_copy(update={"agent": mask.get(c.agent, "agent ?")}) for c in report.scores]})
+    rows = [charts.ForestRow(label=f"{t.agent} · {t.category} · {t.condition}", difference=t.difference, low=t.low,
+                             high=t.high, q_value=t.q_value, significant=t.significant, pairs=t.pairs)
+            for t in report.tests]
+    spec = charts.forest(rows, f"Each condition against {report.baseline}: paired difference, 95% interval")
+    return templates.TemplateResponse(request, "dashboard_ablation.html", {
+        "user": user, "filters": filters, "report": report, "spec": json.dumps(spec)})

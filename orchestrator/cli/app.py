@@ -4,8 +4,23 @@ from __future__ import annotations
 
 import typer
 
-from orchestrator.cli import annotations_cmd, gateway_cmd, queues_cmd, runs_cmd, scenarios_cmd, service_cmd, users_cmd
-from orchestrator.cli import images_cmd, judge_cmd, judges_cmd, models_cmd, replay_cmd, review_cmd, sandbox_cmd
+from orchestrator.cli import (
+    ablate_cmd,
+    annotations_cmd,
+    gateway_cmd,
+    images_cmd,
+    judge_cmd,
+    judges_cmd,
+    models_cmd,
+    queues_cmd,
+    replay_cmd,
+    review_cmd,
+    runs_cmd,
+    sandbox_cmd,
+    scenarios_cmd,
+    service_cmd,
+    users_cmd,
+)
 
 app = typer.Typer(
     name="integritylab",
@@ -25,6 +40,7 @@ app.add_typer(models_cmd.app, name="models")
 app.command()(runs_cmd.demo)
 app.command()(runs_cmd.run)
 app.command()(runs_cmd.report)
+app.command()(ablate_cmd.ablate)
 app.command()(service_cmd.serve)
 app.command()(service_cmd.worker)
 app.command()(service_cmd.beat)
