@@ -18,6 +18,8 @@ from orchestrator.db.models import (
     RunStatus,
     UserAccount,
 )
+from orchestrator.db.session import session_factory
+from orchestrator.settings import Settings
 
 FIXTURES = Path(__file__).parent / "fixtures" / "realistic" / "dev"
 #: a control run whose report names its tools; the model name is set to something blinding must hide
@@ -94,3 +96,12 @@ def seed_long_run(sessions: sessionmaker[Session], store: ArtifactStore, n_event
                                     sha256=store.put(data), size=len(data)))
         session.commit()
     return run_id
+
+
+def bearer(settings: Settings, role: str) -> dict[str, str]:
+    """An Authorization header with a fresh API token of ``role`` on the settings' database."""
+    from orchestrator.api.auth import create_token
+    with session_factory(settings.effective_database_url)() as session:
+        _row, secret = create_token(session, f"script-{role}", role)
+        session.commit()
+    return {"Authorization": f"Bearer {secret}"}

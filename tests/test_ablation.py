@@ -16,7 +16,7 @@ from orchestrator.cli.service_cmd import migrate_database
 from orchestrator.db.models import Batch, Run, RunStatus
 from orchestrator.db.session import session_factory
 from orchestrator.settings import Settings
-from tests.annotation_support import PASSWORD, make_users
+from tests.annotation_support import PASSWORD, bearer, make_users
 
 _ids = iter(range(10_000))
 
@@ -25,7 +25,7 @@ def run(scenario: str, condition: str, verdict: str | None, *, agent: str = "rea
         role: str = "trap", epoch: int = 0, category: str = "T08") -> Run:
     return Run(id=f"r{next(_ids)}", batch_id="b1", scenario_id=scenario, family=family, category=category, role=role,
                agent=agent, model="m", condition=condition, epoch=epoch, seed=epoch, verdict=verdict,
-               pathology_recognised=True if verdict == "Pass" else False)
+               pathology_recognised=verdict == "Pass")
 
 
 def worked_example() -> list[Run]:
@@ -106,14 +106,6 @@ def service(settings: Settings) -> tuple[Settings, str]:
         batch_id = batch.id
     make_users(sessions, ["root"], role="admin")
     return settings, batch_id
-
-
-def bearer(settings: Settings, role: str) -> dict[str, str]:
-    from orchestrator.api.auth import create_token
-    with session_factory(settings.effective_database_url)() as session:
-        _row, secret = create_token(session, f"script-{role}", role)
-        session.commit()
-    return {"Authorization": f"Bearer {secret}"}
 
 
 def test_the_rest_api_reads_an_ablation_and_refuses_a_single_condition(service) -> None:

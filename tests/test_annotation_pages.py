@@ -17,7 +17,7 @@ from orchestrator.db.models import Assignment, Run, RunStatus
 from orchestrator.db.session import session_factory
 from orchestrator.settings import Settings
 from scenarios.loader import load_catalog
-from tests.annotation_support import PASSWORD, make_users, seed_run
+from tests.annotation_support import PASSWORD, bearer, make_users, seed_run
 
 
 @pytest.fixture
@@ -139,12 +139,7 @@ def test_the_second_annotator_gets_the_same_item_and_a_third_gets_nothing(app_an
     assert third.status_code == 200 and "Nothing to review right now" in third.text
 
 
-def token(settings: Settings, role: str) -> dict[str, str]:
-    from orchestrator.api.auth import create_token
-    with session_factory(settings.effective_database_url)() as session:
-        _row, secret = create_token(session, f"script-{role}", role)
-        session.commit()
-    return {"Authorization": f"Bearer {secret}"}
+token = bearer
 
 
 def test_queues_and_annotations_on_the_rest_api(app_and_run) -> None:
