@@ -99,7 +99,7 @@ def parse_evidence(text: str) -> list[int]:
 EVENT_SEQ_MAX = 2**31 - 1  # event numbers are 32-bit in the database; a larger one is past the end
 
 
-def _window(after: int, until: int | None, find: str) -> EventWindow:
+def window_of(after: int, until: int | None, find: str) -> EventWindow:
     def clamp(n: int) -> int:
         return max(-1, min(n, EVENT_SEQ_MAX))
     return EventWindow(after=clamp(after), until=None if until is None else clamp(until), find=find[:200])
@@ -275,7 +275,7 @@ def build_router(backend_of: Callable[[Request], QueueBackend], shared_templates
         if isinstance(user, Response):
             return user
         return events_fragment(
-            request, user, lambda: backend_of(request).adjudication(item_id, _window(after, until, find)),
+            request, user, lambda: backend_of(request).adjudication(item_id, window_of(after, until, find)),
             f"/annotate/adjudicate/{item_id}", find, f"No queue item {item_id}.")
 
     @router.get("/annotate/adjudicate/{item_id}/files/{name:path}")
@@ -293,7 +293,7 @@ def build_router(backend_of: Callable[[Request], QueueBackend], shared_templates
         if isinstance(user, Response):
             return user
         return events_fragment(
-            request, user, lambda: backend_of(request).view(user, assignment_id, _window(after, until, find)),
+            request, user, lambda: backend_of(request).view(user, assignment_id, window_of(after, until, find)),
             f"/annotate/items/{assignment_id}", find, "No such item among yours.", NotYours)
 
     @router.get("/annotate/items/{assignment_id}/files/{name:path}")

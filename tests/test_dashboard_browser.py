@@ -92,6 +92,21 @@ def test_overview_and_heatmap_render_a_finished_batch(served, chromium) -> None:
     page.screenshot(path=str(SHOTS / "3-cell-runs.png"), full_page=True)
     listed = page.locator("#runs tbody tr")
     assert listed.count() == 1  # a cell is one agent's one trap under one condition in this batch
+    listed.first.locator("a").first.click()
+    page.wait_for_url("**/dashboard/runs/*")
+    page.wait_for_selector("#events li.event")
+    page.screenshot(path=str(SHOTS / "5-run.png"), full_page=False)
+    assert page.locator("#judgements section").count() >= 1 and page.locator("#verdict").inner_text() != "—"
+    cites = page.locator("#judgements a.cites")
+    if cites.count():  # a finding's event link lands on the event in the trajectory
+        target = cites.first.get_attribute("href")
+        cites.first.click()
+        page.wait_for_selector(f"{target}")
+    page.locator("#siblings a.compare").first.click()
+    page.wait_for_url("**/dashboard/compare?*")
+    page.screenshot(path=str(SHOTS / "6-compare.png"), full_page=False)
+    assert page.locator("#compare thead th").count() == 3 and page.locator("#compare tr.step-row").count() >= 2
+    assert page.locator("#compare td.left .event").count() and page.locator("#compare td.right .event").count()
 
     page.goto(f"{base}/dashboard/ablation?batch={batch_id}")
     page.wait_for_selector('#forest-chart[data-rendered="yes"] svg')

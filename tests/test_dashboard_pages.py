@@ -130,3 +130,38 @@ def test_annotators_wait_for_their_labels_and_then_see_pseudonyms(seeded) -> Non
     assert "scripted:x" not in heat and "scripted" not in unescape(heat)
     # the admin still sees the names
     assert "codex/scripted:x" in signed_in(settings, "root").get("/dashboard").text
+
+
+def test_the_run_page_links_findings_to_events_and_compare_aligns_steps(seeded) -> None:
+    from orchestrator.artifacts import ArtifactStore
+    from orchestrator.db.models import JudgementRow
+    from tests.annotation_support import seed_run
+
+    settings, _ = seeded
+    sessions = session_factory(settings.effective_database_url)
+    store = ArtifactStore(settings.artifact_dir)
+    second, first = seed_run(sessions, store), seed_run(sessions, store)  # "first" has row ids past its seqs
+    with sessions() as session:
+        from orchestrator.db.models import EventRow
+        cited = session.query(EventRow).filter(EventRow.run_id == first, EventRow.seq == 9).one()
+        session.add(JudgementRow(run_id=first, judge="dilemma-detectors", judge_version="3", verdict="Fail",
+                                 findings=[{"detector": "unsupported_numbers", "kind": "violation",
+                                            "summary": "a number no code printed", "event_ids": [cited.id],
+                                            "quotes": ["4.43"], "disclosed": False}], is_current=True))
+        assert cited.id != cited.seq
+        session.get(Run, second).batch_id = session.get(Run, first).batch_id  # one batch: siblings
+        session.commit()
+    admin = signed_in(settings, "root")
+    page = admin.get(f"/dashboard/runs/{first}").text
+    assert 'class="cites" href="#e9"' in page and "unsupported_numbers" in page  # cited by row id, linked by seq and "<q>4.43</q>" in page
+    assert 'id="e9"' in page or 'hx-get' in page  # the event is on the page or will be paged in
+    assert f"/dashboard/compare?a={first}&amp;b={second}" in page
+    fragment = admin.get(f"/dashboard/runs/{first}/events", params={"find": "exit"})
+    assert fragment.status_code == 200 and "found-e" in fragment.text
+    assert admin.get(f"/dashboard/runs/{first}/files/report/report.md").status_code == 200
+    assert admin.get(f"/dashboard/runs/{first}/files/nope.txt").status_code == 404
+    compare = admin.get("/dashboard/compare", params={"a": first, "b": second}).text
+    rows = re.findall(r'<tr class="step-row"><td class="step">([^<]+)</td>', compare)
+    assert rows and rows == sorted(set(rows), key=lambda s: (s != "—", int(s) if s.isdigit() else -1))
+    assert compare.count('class="verdict"') == 2
+    assert admin.get("/dashboard/runs/nosuchrun").status_code == 404

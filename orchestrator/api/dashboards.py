@@ -24,17 +24,27 @@ from fastapi.templating import Jinja2Templates
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+import annotation
 from annotation.leases import SKIPPED, SUBMITTED
+from annotation.render import report_html
+from annotation.views import EventWindow
+from annotation.web import file_response, window_of
 from judges.intervals import tie_groups
 from orchestrator import charts
 from orchestrator.ablation import ablation_of
+from orchestrator.annotation_store import artifact_bytes
 from orchestrator.api import web_sessions as web
 from orchestrator.api.state import service
 from orchestrator.db.models import AnnotationQueue, Assignment, Batch, QueueItem, Run
+from orchestrator.run_page import RunView, aligned_by_step, run_view
 from orchestrator.scoreboard import ScoreRow, agent_name, hazards_from, resists, score_rows
 
 router = APIRouter(include_in_schema=False)
-templates = Jinja2Templates(directory=Path(__file__).parent / "templates")
+#: the dashboard's own templates, and the annotation package's trajectory viewer, which the run page shares
+templates = Jinja2Templates(directory=[Path(__file__).parent / "templates",
+                                       Path(annotation.__file__).resolve().parent / "templates"])
+templates.env.filters["report_html"] = report_html
+COMPARE_EVENTS = 2000  # events of each run the compare view aligns; it says when a run has more
 RUNS_SHOWN = 500  # the runs list of a heatmap cell shows this many, newest first, and says how many more
 
 
@@ -224,3 +234,88 @@ def ablation(request: Request, batch: str = "", baseline: str = "") -> Response:
     spec = charts.forest(rows, f"Each condition against {report.baseline}: paired difference, 95% interval")
     return templates.TemplateResponse(request, "dashboard_ablation.html", {
         "user": user, "filters": filters, "report": report, "spec": json.dumps(spec)})
+
+
+def _masked_view(view: RunView, mask: dict[str, str] | None) -> RunView:
+    if mask is None:
+        return view
+    return view.model_copy(update={"agent": mask.get(view.agent, "agent ?"), "siblings": [
+        s.model_copy(update={"agent": mask.get(s.agent, "agent ?")}) for s in view.siblings]})
+
+
+def _run_mask(session: Session, user: web.SignedIn, batch_id: str) -> dict[str, str] | None:
+    filters = Filters(batch=batch_id)
+    if names_visible(session, user, filters):
+        return None
+    return pseudonyms([agent_name(r) for r in _runs(session, filters)])
+
+
+@router.get("/dashboard/runs/{run_id}", response_class=HTMLResponse)
+def run_page(request: Request, run_id: str) -> Response:
+    """One run: its verdict and every judge's findings (each linked to the event it cites), the human
+    labels, the trajectory (paged as on the review page), the report and the collected files."""
+    state = service(request)
+    with state.sessions() as session:
+        user = _gate(request, session)
+        if isinstance(user, Response):
+            return user
+        try:
+            view = run_view(session, state.catalog, state.store, run_id[:32])
+        except LookupError:
+            return templates.TemplateResponse(request, "dashboard_message.html", {
+                "user": user, "message": f"No run {run_id[:32]}."}, status_code=404)
+        view = _masked_view(view, _run_mask(session, user, view.batch_id))
+    return templates.TemplateResponse(request, "dashboard_run.html", {
+        "user": user, "v": view, "base": f"/dashboard/runs/{view.run_id}", "filters": Filters(batch=view.batch_id)})
+
+
+@router.get("/dashboard/runs/{run_id}/events", response_class=HTMLResponse)
+def run_events(request: Request, run_id: str, after: int = -1, until: int | None = None, find: str = "") -> Response:
+    state = service(request)
+    with state.sessions() as session:
+        user = _gate(request, session)
+        if isinstance(user, Response):
+            return user
+        try:
+            view = run_view(session, state.catalog, state.store, run_id[:32], window_of(after, until, find))
+        except LookupError:
+            return Response("No such run.", status_code=404)
+    return templates.TemplateResponse(request, "_events_fragment.html", {
+        "v": view, "base": f"/dashboard/runs/{view.run_id}", "searched": bool(find)})
+
+
+@router.get("/dashboard/runs/{run_id}/files/{name:path}")
+def run_file(request: Request, run_id: str, name: str) -> Response:
+    state = service(request)
+    with state.sessions() as session:
+        user = _gate(request, session)
+        if isinstance(user, Response):
+            return user
+        try:
+            return file_response(name, artifact_bytes(session, state.store, run_id[:32], name))
+        except LookupError:
+            return Response("No such file.", status_code=404)
+
+
+@router.get("/dashboard/compare", response_class=HTMLResponse)
+def compare(request: Request, a: str = "", b: str = "") -> Response:
+    """Two runs of one scenario (different agents or conditions) side by side, aligned by step."""
+    state = service(request)
+    with state.sessions() as session:
+        user = _gate(request, session)
+        if isinstance(user, Response):
+            return user
+        window = EventWindow(limit=COMPARE_EVENTS)
+        try:
+            left = run_view(session, state.catalog, state.store, a[:32], window)
+            right = run_view(session, state.catalog, state.store, b[:32], window)
+        except LookupError as exc:
+            return templates.TemplateResponse(request, "dashboard_message.html", {
+                "user": user, "message": f"Compare two runs: /dashboard/compare?a=RUN&b=RUN ({exc})."},
+                status_code=404)
+        left = _masked_view(left, _run_mask(session, user, left.batch_id))
+        right = _masked_view(right, _run_mask(session, user, right.batch_id))
+    return templates.TemplateResponse(request, "dashboard_compare.html", {
+        "user": user, "left": left, "right": right, "steps": aligned_by_step(left.events, right.events),
+        "same_scenario": left.scenario_id == right.scenario_id, "filters": Filters(batch=left.batch_id),
+        "limit": COMPARE_EVENTS})
