@@ -32,7 +32,7 @@ playwright = pytest.importorskip("playwright.sync_api") if not ON_CI else __impo
 
 
 @pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str, object]]:
     name = f"il_dash_{uuid.uuid4().hex[:10]}"
     with _admin_engine().connect() as connection:
         connection.execute(text(f'CREATE DATABASE "{name}"'))
@@ -49,7 +49,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]
     server = BackgroundServer(create_app(settings)).start()
     SHOTS.mkdir(parents=True, exist_ok=True)
     try:
-        yield server.url, batch_id
+        yield server.url, batch_id, ctx
     finally:
         server.stop()
         session_factory(url).kw["bind"].dispose()
@@ -66,7 +66,7 @@ def chromium() -> Iterator[object]:
 
 
 def test_overview_and_heatmap_render_a_finished_batch(served, chromium) -> None:  # type: ignore[no-untyped-def]
-    base, batch_id = served
+    base, batch_id, _ctx = served
     context = chromium.new_context(viewport={"width": 1500, "height": 1000})
     page = context.new_page()
     outside: list[str] = []
@@ -115,4 +115,25 @@ def test_overview_and_heatmap_render_a_finished_batch(served, chromium) -> None:
     assert page.locator("#forest-chart svg g.mark-symbol.role-mark path").count() == 8
     assert "completion" in page.locator("#ablation").inner_text()
     assert outside == [], f"the pages fetched from elsewhere: {outside}"
+    context.close()
+
+
+def test_the_html_report_opens_with_the_network_blocked(served, chromium, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from orchestrator.cli.runs_cmd import write_html_report
+    _base, batch_id, ctx = served
+    report = write_html_report(ctx, batch_id, tmp_path / "report.html")
+    context = chromium.new_context(viewport={"width": 1400, "height": 1000})
+    asked: list[str] = []
+
+    def block(route) -> None:  # type: ignore[no-untyped-def]
+        asked.append(route.request.url)
+        route.abort() if not route.request.url.startswith("file://") else route.continue_()
+    context.route("**/*", block)
+    page = context.new_page()
+    page.goto(report.as_uri())
+    page.screenshot(path=str(SHOTS / "7-html-report.png"), full_page=True)
+    assert page.locator("#overview tbody tr").count() == 4 and page.locator("#ablation tbody tr").count() == 8
+    assert page.locator("figure svg").count() == 3  # resistance, heatmap, forest: inline, drawn without a script
+    assert page.locator("figure svg").first.bounding_box()["width"] > 200
+    assert [u for u in asked if not u.startswith("file://")] == []
     context.close()

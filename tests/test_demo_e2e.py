@@ -7,6 +7,7 @@ detectors reading real trajectories, never from a per-policy rule.
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from typer.testing import CliRunner
@@ -110,3 +111,21 @@ def test_cli_demo_json(tmp_path, monkeypatch) -> None:
     assert doc["runs"][0]["verdict"] == "Fail"
     again = CliRunner().invoke(app, ["report", "--json"])
     assert again.exit_code == 0 and json.loads(again.stdout)["batch"] == doc["batch"]
+
+
+def test_demo_ends_by_saying_where_to_look(tmp_path, monkeypatch) -> None:
+    from orchestrator.cli import runs_cmd
+    monkeypatch.setenv("INTEGRITYLAB_DATA_DIR", str(tmp_path))
+    monkeypatch.setattr(runs_cmd, "DEMO_SCENARIOS", ["t08-soil-respiration-trap"])
+    monkeypatch.setattr(runs_cmd, "DEMO_MODELS", ["scripted:fabricator"])
+    result = CliRunner().invoke(app, ["demo", "--backend", "bwrap"], env={"COLUMNS": "250"})
+    assert result.exit_code == 0, result.output
+    batch = re.search(r"/dashboard\?batch=([0-9a-f]+)", result.output)
+    assert batch and "integritylab serve" in result.output
+    report = tmp_path / "reports" / f"{batch.group(1)}.html"
+    assert str(report) in result.output.replace("\n", "")
+    html = report.read_text()
+    assert "<svg" in html and "<script" not in html and "react/scripted:fabricator" in html
+    assert not re.findall(r"(?:src|href)=\"https?://", html)  # nothing fetched from elsewhere
+    written = CliRunner().invoke(app, ["report", batch.group(1), "--html", str(tmp_path / "again.html")])
+    assert written.exit_code == 0 and (tmp_path / "again.html").read_text().count("<svg") >= 2

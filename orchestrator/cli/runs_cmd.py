@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from sqlalchemy import select
 from pydantic import ValidationError
 from rich.console import Console
 from rich.progress import (
@@ -21,6 +20,7 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 from rich.table import Table
+from sqlalchemy import select
 
 from agents.models.base import ModelError
 from orchestrator.batches import AgentSpec, BatchSpec, RunBudget, Selection, plan_batch
@@ -36,9 +36,9 @@ from orchestrator.cli.selection_opts import (
 from orchestrator.db.models import Batch, Run
 from orchestrator.db.session import session_factory
 from orchestrator.embedded import make_context, queued_run_ids, run_batch
+from orchestrator.execution import RunContext
 from orchestrator.interrupts import EXIT_CODES, Interrupt, recover_stale, requeue_for_resume, signals_stop
 from orchestrator.interrupts import progress as interrupt_progress
-from orchestrator.execution import RunContext
 from orchestrator.metrics import (
     AgentSummary,
     McqSummary,
@@ -51,7 +51,7 @@ from orchestrator.metrics import (
 from orchestrator.settings import Settings
 from sandboxes.base import SandboxUnavailable, live_sandboxes
 from sandboxes.registry import pick_backend
-from scenarios.loader import ScenarioError
+from scenarios.loader import ScenarioError, load_catalog
 
 DEMO_MODELS = ["scripted:honest", "scripted:fabricator", "scripted:discloser", "scripted:refuser"]
 DEMO_CONDITIONS = ["none", "completion"]
@@ -138,7 +138,7 @@ def _context(backend: str | None, packs: list[Path] | None, as_json: bool) -> tu
 
 
 def _execute(spec: BatchSpec, backend: str | None, packs: list[Path] | None, workers: int | None,
-             as_json: bool) -> None:
+             as_json: bool) -> tuple[RunContext, Settings, str]:
     ctx, settings = _context(backend, packs, as_json)
     try:
         batch_id, count = plan_batch(ctx.sessions, ctx.catalog, spec)
@@ -150,6 +150,31 @@ def _execute(spec: BatchSpec, backend: str | None, packs: list[Path] | None, wor
                   f"({len(spec.agents)} agent(s) × {len(spec.conditions)} condition(s) × {spec.epochs} epoch(s) "
                   f"over {count // max(1, len(spec.agents) * len(spec.conditions) * spec.epochs)} scenario(s))")
     _run_and_report(ctx, batch_id, count, workers or settings.workers, as_json)
+    return ctx, settings, batch_id
+
+
+def write_html_report(ctx: RunContext, batch_id: str, path: Path) -> Path:
+    """The batch's self-contained HTML report (orchestrator/html_report.py) at ``path``."""
+    from orchestrator.html_report import build
+    with ctx.sessions() as session:
+        text = build(session, ctx.catalog, batch_id)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def where_to_look(ctx: RunContext, settings: Settings, batch_id: str) -> None:
+    """After the demo: the dashboard for its batch, and its HTML report (written now)."""
+    try:
+        report = write_html_report(ctx, batch_id, settings.data_dir / "reports" / f"{batch_id}.html")
+    except Exception as exc:  # noqa: BLE001 - the batch is done and recorded; say the report failed, and why
+        err.print(f"[yellow]the HTML report could not be written: {exc}[/yellow]")
+        report = None
+    err.print(f"[bold]Where to look:[/bold] the dashboard: [cyan].venv/bin/integritylab serve[/cyan], then open "
+              f"http://127.0.0.1:8000/dashboard?batch={batch_id} (sign in as a user made with "
+              f"`integritylab users create NAME --role admin`)")
+    if report is not None:
+        err.print(f"the HTML report (opens without a network): {report}")
 
 
 def _run_and_report(ctx: RunContext, batch_id: str, count: int, workers: int, as_json: bool) -> None:
@@ -309,7 +334,9 @@ def demo(
         agents=[AgentSpec(agent="react", model=m) for m in (model or DEMO_MODELS)], conditions=DEMO_CONDITIONS,
         budget=RunBudget(max_steps=max_steps),
     )
-    _execute(spec, backend, None, workers, as_json)
+    ctx, settings, batch_id = _execute(spec, backend, None, workers, as_json)
+    if not as_json:
+        where_to_look(ctx, settings, batch_id)
 
 
 def run(
@@ -362,8 +389,10 @@ def run(
 def report(
     batch: Annotated[str | None, typer.Argument(help="batch id (default: the newest batch)")] = None,
     as_json: JsonOpt = False,
+    html: Annotated[Path | None, typer.Option("--html", help="also write one self-contained HTML file here "
+                                                             "(tables, charts as inline SVG)")] = None,
 ) -> None:
-    """Print the results table of a past batch."""
+    """Print the results table of a past batch (and write its HTML report with --html)."""
     settings = Settings.from_env()
     sessions = session_factory(settings.effective_database_url)
     if batch is None:
@@ -375,3 +404,7 @@ def report(
     recover_stale(sessions)  # runs a dead process left running are interrupted, not "running" for ever
     ctx = RunContext(sessions=sessions, store=None, catalog=None)  # type: ignore[arg-type]
     _print_report(ctx, batch, as_json)
+    if html is not None:
+        ctx.catalog = load_catalog()
+        written = write_html_report(ctx, batch, html)
+        err.print(f"wrote {written}")
