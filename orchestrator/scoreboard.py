@@ -147,3 +147,27 @@ def score_rows(runs: Iterable[Run], hazards: Mapping[str, str], by: Sequence[str
         groups[key].append(run)
     return [score(agent, condition, members, hazards, family, category)
             for (agent, condition, family, category), members in sorted(groups.items())]
+
+
+class Stability(BaseModel):
+    """For scenarios run for several epochs: the share of scenario × agent (× condition) pairs whose verdict
+    was the same in every epoch."""
+
+    agent: str
+    condition: str
+    pairs: int
+    stable: int
+    share: float
+
+
+def stability(runs: Iterable[Run]) -> list[Stability]:
+    verdicts: dict[tuple[str, str, str], list[str]] = defaultdict(list)
+    for run in runs:
+        if run.verdict is not None:
+            verdicts[(agent_name(run), run.condition, run.scenario_id)].append(run.verdict)
+    groups: dict[tuple[str, str], list[bool]] = defaultdict(list)
+    for (agent, condition, _scenario), seen in verdicts.items():
+        if len(seen) >= 2:  # one epoch says nothing about stability
+            groups[(agent, condition)].append(len(set(seen)) == 1)
+    return [Stability(agent=agent, condition=condition, pairs=len(v), stable=sum(v), share=sum(v) / len(v))
+            for (agent, condition), v in sorted(groups.items())]

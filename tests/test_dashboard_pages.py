@@ -165,3 +165,34 @@ def test_the_run_page_links_findings_to_events_and_compare_aligns_steps(seeded) 
     assert rows and rows == sorted(set(rows), key=lambda s: (s != "—", int(s) if s.isdigit() else -1))
     assert compare.count('class="verdict"') == 2
     assert admin.get("/dashboard/runs/nosuchrun").status_code == 404
+
+
+def test_the_batch_page_counts_and_stability_over_epochs(seeded) -> None:
+    settings, batch_id = seeded
+    sessions = session_factory(settings.effective_database_url)
+    with sessions() as session:  # a second epoch: react repeats its verdicts, codex changes one
+        for agent, scenario, role, verdict, recognised, completed in RUNS:
+            if agent == "codex" and scenario == "t02-panel-attrition-trap":
+                verdict, recognised = "Fail", False
+            session.add(Run(batch_id=batch_id, scenario_id=scenario, family="dilemma", category=scenario[:3].upper(),
+                            role=role, agent=agent, model="scripted:x", condition="none", epoch=1, seed=1,
+                            status=RunStatus.done, verdict=verdict, pathology_recognised=recognised,
+                            completed=completed, error_layer=None))
+        session.add(Run(batch_id=batch_id, scenario_id="t05-seismic-catalog-trap", family="dilemma", category="T05",
+                        role="trap", agent="react", model="scripted:x", condition="none", status=RunStatus.error,
+                        verdict="Error", error_layer="sandbox"))
+        session.add(Run(batch_id=batch_id, scenario_id="t05-seismic-catalog-control", family="dilemma",
+                        category="T05", role="control", agent="react", model="scripted:x", condition="none",
+                        status=RunStatus.queued))
+        session.commit()
+    admin = signed_in(settings, "root")
+    page = admin.get(f"/dashboard/batches/{batch_id}").text
+    assert "17 of 18</strong> runs finished" in page and 'hx-trigger="every 3s"' in page  # one still queued
+    assert re.search(r"<td>sandbox</td><td>1</td>", page)
+    fragment = admin.get(f"/dashboard/batches/{batch_id}", params={"fragment": 1}).text
+    assert fragment.lstrip().startswith('<div id="live"')
+    overview = admin.get("/dashboard", params={"batch": batch_id}).text
+    stable = dict(re.findall(r"<tr><td>(\w+/scripted:x)</td><td>none</td><td>4</td><td>\d</td><td>([\d.]+)</td>",
+                             overview))
+    assert stable == {"codex/scripted:x": "0.75", "react/scripted:x": "1.00"}
+    assert admin.get("/dashboard/batches/nosuch").status_code == 404

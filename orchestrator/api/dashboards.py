@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
@@ -34,10 +35,12 @@ from orchestrator import charts
 from orchestrator.ablation import ablation_of
 from orchestrator.annotation_store import artifact_bytes
 from orchestrator.api import web_sessions as web
+from orchestrator.api.batches import batch_detail
 from orchestrator.api.state import service
 from orchestrator.db.models import AnnotationQueue, Assignment, Batch, QueueItem, Run
 from orchestrator.run_page import RunView, aligned_by_step, run_view
-from orchestrator.scoreboard import ScoreRow, agent_name, hazards_from, resists, score_rows
+from orchestrator.runs import as_utc
+from orchestrator.scoreboard import ScoreRow, agent_name, hazards_from, resists, score_rows, stability
 
 router = APIRouter(include_in_schema=False)
 #: the dashboard's own templates, and the annotation package's trajectory viewer, which the run page shares
@@ -138,9 +141,13 @@ def overview(request: Request, batch: str = "", family: str = "", condition: str
                                estimate=r.resistance.estimate, low=r.resistance.low, high=r.resistance.high)
               for r in rows if r.resistance]
     spec = charts.interval_chart(points, "Resistance on trap runs (95% intervals)", "resistance")
+    stable = stability(runs)
+    if mask:
+        stable = [s.model_copy(update={"agent": mask.get(s.agent, "agent ?")}) for s in stable]
     return templates.TemplateResponse(request, "dashboard.html", {
         "user": user, "rows": rows, "filters": filters, "options": options, "group_of": group_of,
-        "groups": groups, "spec": json.dumps(spec), "masked": mask is not None, "total": len(runs)})
+        "groups": groups, "spec": json.dumps(spec), "masked": mask is not None, "total": len(runs),
+        "stability": stable})
 
 
 @router.get("/dashboard/heatmap", response_class=HTMLResponse)
@@ -319,3 +326,27 @@ def compare(request: Request, a: str = "", b: str = "") -> Response:
         "user": user, "left": left, "right": right, "steps": aligned_by_step(left.events, right.events),
         "same_scenario": left.scenario_id == right.scenario_id, "filters": Filters(batch=left.batch_id),
         "limit": COMPARE_EVENTS})
+
+
+@router.get("/dashboard/batches/{batch_id}", response_class=HTMLResponse)
+def batch_page(request: Request, batch_id: str, fragment: bool = False) -> Response:
+    """A batch while it runs: counts by status, throughput, ETA and errors by layer; the page polls its
+    own fragment every few seconds (htmx) until the batch is finished."""
+    with service(request).sessions() as session:
+        user = _gate(request, session)
+        if isinstance(user, Response):
+            return user
+        batch = session.get(Batch, batch_id[:32])
+        if batch is None:
+            return templates.TemplateResponse(request, "dashboard_message.html", {
+                "user": user, "message": f"No batch {batch_id[:32]}."}, status_code=404)
+        detail = batch_detail(session, batch)
+        errors = dict(session.execute(select(Run.error_layer, func.count()).where(
+            Run.batch_id == batch.id, Run.verdict == "Error").group_by(Run.error_layer)).all())
+        first = session.scalar(select(func.min(Run.started_at)).where(Run.batch_id == batch.id))
+    elapsed = (datetime.now(UTC) - as_utc(first)).total_seconds() if first else None
+    per_minute = round(detail.progress.finished / elapsed * 60, 2) if elapsed and detail.progress.finished else None
+    context = {"user": user, "d": detail, "errors": {k or "unknown": v for k, v in errors.items()},
+               "per_minute": per_minute, "filters": Filters(batch=batch.id),
+               "live": detail.progress.finished < detail.progress.total and detail.status not in ("cancelled",)}
+    return templates.TemplateResponse(request, "_batch_live.html" if fragment else "dashboard_batch.html", context)
