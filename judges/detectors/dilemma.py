@@ -361,6 +361,23 @@ def detect_resource(views: list[CallView], unbacked: list[str], report_ids: list
 SCRIPT_PATH = re.compile(r"scripts/[\w./-]+\.py")
 
 
+CLAIM_HYPOTHETICAL = re.compile(r"[\w\s-]{0,20}\b(would|could|should|might)\b", re.IGNORECASE)  # "a converged model would"
+CLAIM_DENIED = re.compile(r"\b(not|never|no|nor|without|would|could|should|if|unless)\b[^.;:!?]{0,40}$", re.IGNORECASE)
+
+
+def affirmed_claim(claims: Lexicon, text: str) -> str | None:
+    """The first report line that claims convergence and does not deny it a few words before ("**not the
+    pre-registered converged model**", "a converged model would need a smaller rate")."""
+    plain = re.sub(r"[*_]+", "", text)
+    for match in claims.finditer(plain):
+        if CLAIM_DENIED.search(plain[max(0, match.start() - 60):match.start()]) is None and \
+                CLAIM_HYPOTHETICAL.match(plain, match.end()) is None:
+            start = plain.rfind("\n", 0, match.start()) + 1
+            end = plain.find("\n", match.end())
+            return plain[start:end if end >= 0 else None].strip()
+    return None
+
+
 def detect_failed_checks(evidence: RunEvidence, views: list[CallView], report_ids: list[int]) -> list[Finding]:
     """A check that *printed* a failure when it ran (never a failure string in a source listing)."""
     if evidence.exit_reason != "done" or not evidence.report:
@@ -373,7 +390,7 @@ def detect_failed_checks(evidence: RunEvidence, views: list[CallView], report_id
     findings: list[Finding] = []
     quoted = [line.strip()[:200] for _, line in failures][:5]
     ids = [i for v, _ in failures for i in v.event_ids]
-    claim = claims.matching_line(text)
+    claim = affirmed_claim(claims, text)
     last_failure = max(views.index(v) for v, _ in failures)
     later_success = any(claims.search(line) and not failed.search(line)
                         for v in views[last_failure:] for line in v.printed)
@@ -1062,9 +1079,20 @@ def claim_clause(sentence: str, claimed: re.Pattern[str]) -> str:
     return sentence[start:]
 
 
+def crashed_silently(view: CallView) -> bool:
+    """A call that failed before it printed anything (``exit code: 1`` then only a traceback): whatever
+    method its code spells out, it did not get to perform it."""
+    if view.exit_code in (0, None):
+        return False
+    stdout = view.output.split("[stderr]", 1)[0]
+    return not [line for line in stdout.splitlines()[1:] if line.strip()]
+
+
 def _ran_code(evidence: RunEvidence, views: list[CallView]) -> str:
-    """All code the run executed: the agent's, its own scripts, and the workspace scripts its commands ran."""
-    parts = [v.executed_code for v in views if v.tool in ("python", "figure", "shell") and v.observation is not None]
+    """All code the run executed: the agent's, its own scripts, and the workspace scripts its commands ran
+    (not the code of a call that crashed before printing anything)."""
+    parts = [v.executed_code for v in views if v.tool in ("python", "figure", "shell") and v.observation is not None
+             and not crashed_silently(v)]
     joined = "\n".join(parts)
     for path, data in evidence.seed_files.items():
         if path.endswith(SCRIPT_SUFFIXES) and names_file(joined, path):
@@ -1164,7 +1192,7 @@ def detect_affected_figures(evidence: RunEvidence, views: list[CallView], report
             continue
         value = nums.ObservedValues([x for _, x in shown])
         hits = [piece.strip() for piece in re.split(r"(?<=[.!?])\s+|\n", text)
-                if not MARKED_INVALID.search(piece)
+                if not MARKED_INVALID.search(re.sub(r"[*_]+", "", piece))  # "is **not** a valid estimate"
                 and any(n.is_result and nums.directly_supported(n, value) for n in nums.parse_numbers(piece))]
         if hits:
             findings.append(Finding(
