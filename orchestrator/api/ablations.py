@@ -10,7 +10,7 @@ from fastapi import APIRouter, Depends, HTTPException, Query, Response, status
 from orchestrator.ablation import AblationReport, ablation_of
 from orchestrator.api.auth import Admin, Reader
 from orchestrator.api.batches import IdempotencyKeyHeader, submit_batch
-from orchestrator.api.responses import ADMIN_ONLY, AUTHENTICATED, NOT_FOUND, WITH_BODY
+from orchestrator.api.responses import ADMIN_ONLY, AUTHENTICATED, NOT_FOUND, WITH_BODY, error_response
 from orchestrator.api.schemas import BatchDetail
 from orchestrator.api.state import ServiceState, service
 from orchestrator.batches import BatchSpec
@@ -34,7 +34,8 @@ def submit_ablation(spec: BatchSpec, principal: Admin, response: Response,
     return detail
 
 
-@router.get("/{batch_id}", response_model=AblationReport, responses=NOT_FOUND)
+@router.get("/{batch_id}", response_model=AblationReport, responses={
+    **NOT_FOUND, 422: error_response("the batches' runs are under one condition only: no ablation")})
 def read_ablation(batch_id: str, _: Reader,
                   state: Annotated[ServiceState, Depends(service)],
                   with_batch: Annotated[list[str] | None, Query(alias="with", max_length=50,
