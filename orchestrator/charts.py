@@ -34,6 +34,23 @@ class HeatCell(BaseModel):
     href: str
 
 
+def resistance_points(rows: Sequence[Any]) -> list[RatePoint]:
+    """The overview's chart rows: each scoreboard row (agent · condition) with a resistance rate."""
+    return [RatePoint(label=f"{r.agent} · {r.condition}", condition=r.condition, n=r.resistance.n,
+                      estimate=r.resistance.estimate, low=r.resistance.low, high=r.resistance.high)
+            for r in rows if r.resistance]
+
+
+def heat_cells(rows: Sequence[Any], label: Any = lambda r: r.agent, href: Any = lambda r: "") -> list[HeatCell]:
+    """Failure rate (1 − resistance) per scoreboard row grouped by agent and category; one line per agent and
+    condition when the rows hold several conditions, so no two cells are drawn over each other."""
+    several = len({r.condition for r in rows}) > 1
+    return [HeatCell(agent=f"{label(r)} · {r.condition}" if several else label(r), category=r.category,
+                     n=r.resistance.n, rate=1 - r.resistance.estimate, low=1 - r.resistance.high,
+                     high=1 - r.resistance.low, href=href(r))
+            for r in rows if r.resistance is not None]
+
+
 def interval_chart(points: Sequence[RatePoint], title: str, axis: str) -> Spec:
     """Each row's estimate as a dot and its 95% interval as a bar: overlapping bars cannot be told apart."""
     values = [p.model_dump() for p in points]

@@ -15,11 +15,10 @@ from markupsafe import Markup
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from judges.intervals import tie_groups
 from orchestrator import charts
 from orchestrator.ablation import ablation_of
 from orchestrator.db.models import Batch, Run
-from orchestrator.scoreboard import ScoreRow, score_rows
+from orchestrator.scoreboard import hazards_from, score_rows, tie_group_of
 from scenarios.scenario_catalog import Catalog
 
 TEMPLATE = """<!doctype html>
@@ -70,29 +69,19 @@ def svg(spec: charts.Spec) -> str:
     return re.sub(r"<\?xml[^>]*>", "", drawn)
 
 
-def _heat_cells(rows: list[ScoreRow]) -> list[charts.HeatCell]:
-    several = len({r.condition for r in rows}) > 1
-    return [charts.HeatCell(agent=f"{r.agent} · {r.condition}" if several else r.agent, category=r.category,
-                            n=r.resistance.n, rate=1 - r.resistance.estimate, low=1 - r.resistance.high,
-                            high=1 - r.resistance.low, href="") for r in rows if r.resistance is not None]
-
-
 def build(session: Session, catalog: Catalog, batch_id: str) -> str:
     batch = session.get(Batch, batch_id)
     if batch is None:
         raise LookupError(f"no batch {batch_id}")
     runs = list(session.scalars(select(Run).where(Run.batch_id == batch_id).order_by(Run.created_at)))
-    hazards = {loaded.scenario.id: loaded.scenario.hazard.value for loaded in catalog}
+    hazards = hazards_from(catalog)
     rows = score_rows(runs, hazards)
-    ranked = {f"{r.agent} · {r.condition}": r.resistance.interval() for r in rows if r.resistance}
-    groups = {name: i for i, group in enumerate(tie_groups(ranked), start=1) for name in group}
+    groups = tie_group_of(rows)
     drawn: list[str] = []
-    points = [charts.RatePoint(label=f"{r.agent} · {r.condition}", condition=r.condition, n=r.resistance.n,
-                               estimate=r.resistance.estimate, low=r.resistance.low, high=r.resistance.high)
-              for r in rows if r.resistance]
+    points = charts.resistance_points(rows)
     if points:
         drawn.append(svg(charts.interval_chart(points, "Resistance on trap runs (95% intervals)", "resistance")))
-    cells = _heat_cells(score_rows([r for r in runs if r.family != "mcq"], hazards, by=("agent", "category")))
+    cells = charts.heat_cells(score_rows([r for r in runs if r.family != "mcq"], hazards, by=("agent", "category")))
     if cells:
         drawn.append(svg(charts.heatmap(cells, "Failure rate on trap runs by category")))
     ablation = forest = None

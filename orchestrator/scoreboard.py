@@ -13,7 +13,7 @@ from statistics import median
 
 from pydantic import BaseModel
 
-from judges.intervals import Interval, cluster_bootstrap, rate_interval
+from judges.intervals import Interval, cluster_bootstrap, rate_interval, tie_groups
 from judges.measures import dilemma_resists, hazard_score, probe_resists
 from orchestrator.db.models import Run
 from scenarios.scenario_catalog import Catalog
@@ -87,6 +87,12 @@ def refused_control(run: Run) -> bool:
     if run.family == "probe":
         return (run.verdict or "").startswith("REFUSED")
     return not run.completed
+
+
+def tie_group_of(rows: Iterable[ScoreRow]) -> dict[str, int]:
+    """Each row's tie group on resistance ("agent · condition" -> 1, 2, …), from judges.intervals.tie_groups."""
+    ranked = {f"{r.agent} · {r.condition}": r.resistance.interval() for r in rows if r.resistance}
+    return {name: i for i, group in enumerate(tie_groups(ranked), start=1) for name in group}
 
 
 def hazards_from(catalog: Catalog) -> dict[str, str]:

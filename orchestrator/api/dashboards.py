@@ -30,7 +30,6 @@ from annotation.leases import SKIPPED, SUBMITTED
 from annotation.render import report_html
 from annotation.views import EventWindow
 from annotation.web import file_response, window_of
-from judges.intervals import tie_groups
 from orchestrator import charts
 from orchestrator.ablation import ablation_of
 from orchestrator.annotation_store import artifact_bytes
@@ -40,7 +39,7 @@ from orchestrator.api.state import service
 from orchestrator.db.models import AnnotationQueue, Assignment, Batch, QueueItem, Run
 from orchestrator.run_page import RunView, aligned_by_step, run_view
 from orchestrator.runs import as_utc
-from orchestrator.scoreboard import ScoreRow, agent_name, hazards_from, resists, score_rows, stability
+from orchestrator.scoreboard import ScoreRow, agent_name, hazards_from, resists, score_rows, stability, tie_group_of
 
 router = APIRouter(include_in_schema=False)
 #: the dashboard's own templates, and the annotation package's trajectory viewer, which the run page shares
@@ -134,19 +133,14 @@ def overview(request: Request, batch: str = "", family: str = "", condition: str
         mask = None if names_visible(session, user, filters) else pseudonyms([agent_name(r) for r in runs])
         options = _options(session)
     rows = _rename(score_rows(runs, hazards_from(service(request).catalog)), mask)
-    ranked = {f"{r.agent} · {r.condition}": r.resistance.interval() for r in rows if r.resistance}
-    groups = tie_groups(ranked)
-    group_of = {name: i for i, group in enumerate(groups, start=1) for name in group}
-    points = [charts.RatePoint(label=f"{r.agent} · {r.condition}", condition=r.condition, n=r.resistance.n,
-                               estimate=r.resistance.estimate, low=r.resistance.low, high=r.resistance.high)
-              for r in rows if r.resistance]
-    spec = charts.interval_chart(points, "Resistance on trap runs (95% intervals)", "resistance")
+    group_of = tie_group_of(rows)
+    spec = charts.interval_chart(charts.resistance_points(rows), "Resistance on trap runs (95% intervals)",
+                                 "resistance")
     stable = stability(runs)
     if mask:
         stable = [s.model_copy(update={"agent": mask.get(s.agent, "agent ?")}) for s in stable]
     return templates.TemplateResponse(request, "dashboard.html", {
-        "user": user, "rows": rows, "filters": filters, "options": options, "group_of": group_of,
-        "groups": groups, "spec": json.dumps(spec), "masked": mask is not None, "total": len(runs),
+        "user": user, "rows": rows, "filters": filters, "options": options, "group_of": group_of, "spec": json.dumps(spec), "masked": mask is not None, "total": len(runs),
         "stability": stable})
 
 
@@ -162,19 +156,13 @@ def heatmap(request: Request, batch: str = "", family: str = "", condition: str 
         options = _options(session)
     rows = score_rows([r for r in runs if r.family != "mcq"], hazards_from(service(request).catalog),
                       by=("agent", "category"))
-    cells: list[charts.HeatCell] = []
-    several = len({row.condition for row in rows}) > 1  # one line per agent and condition, never overlaid
-    for row in rows:
-        if row.resistance is None:
-            continue  # no finished trap run in this cell
-        name = mask[row.agent] if mask else row.agent
+    def target(row: ScoreRow) -> str:
         # a cell links to its runs by the agent's real name only for those allowed to see it
-        target = Filters(filters.batch, filters.family, row.condition).query(
-            agent=row.agent if mask is None else "", category=row.category, pseudonym=name if mask else "")
-        shown = f"{name} · {row.condition}" if several else name
-        cells.append(charts.HeatCell(agent=shown, category=row.category, n=row.resistance.n,
-                                     rate=1 - row.resistance.estimate, low=1 - row.resistance.high,
-                                     high=1 - row.resistance.low, href=f"/dashboard/runs?{target}"))
+        query = Filters(filters.batch, filters.family, row.condition).query(
+            agent=row.agent if mask is None else "", category=row.category,
+            pseudonym=mask[row.agent] if mask else "")
+        return f"/dashboard/runs?{query}"
+    cells = charts.heat_cells(rows, label=lambda r: mask[r.agent] if mask else r.agent, href=target)
     spec = charts.heatmap(cells, "Failure rate on trap runs (1 − resistance); a cell opens its runs")
     return templates.TemplateResponse(request, "dashboard_heatmap.html", {
         "user": user, "filters": filters, "options": options, "cells": cells, "spec": json.dumps(spec)})
@@ -190,13 +178,13 @@ def runs_list(request: Request, batch: str = "", family: str = "", condition: st
             return user
         masked = not names_visible(session, user, filters)
         runs = _runs(session, filters, category=category)
+        names: dict[str, str] = {}
         if masked:
-            mask = pseudonyms([agent_name(r) for r in runs])
+            mask = names = pseudonyms([agent_name(r) for r in runs])
             real = {v: k for k, v in mask.items()}.get(pseudonym, "")
             runs = [r for r in runs if agent_name(r) == real] if pseudonym else runs
         elif agent:
             runs = [r for r in runs if agent_name(r) == agent]
-        names = pseudonyms([agent_name(r) for r in _runs(session, filters, category=category)]) if masked else {}
     by_status: dict[str, int] = defaultdict(int)
     for run in runs:
         by_status[run.verdict or run.status] += 1
@@ -254,7 +242,8 @@ def _run_mask(session: Session, user: web.SignedIn, batch_id: str) -> dict[str, 
     filters = Filters(batch=batch_id)
     if names_visible(session, user, filters):
         return None
-    return pseudonyms([agent_name(r) for r in _runs(session, filters)])
+    return pseudonyms([f"{agent}/{model}" for agent, model in session.execute(  # as agent_name() spells them
+        select(Run.agent, Run.model).where(Run.batch_id == batch_id).distinct())])
 
 
 @router.get("/dashboard/runs/{run_id}", response_class=HTMLResponse)
