@@ -253,10 +253,16 @@ def _claim(session: Session, queue: AnnotationQueue, user_id: str, now: datetime
         tried.append(item.id)
         if (taken := _take(session, item, user_id, queue.lease_minutes, now)) is not None:
             return taken
-    rest = _candidates(queue, user_id, now).with_for_update()  # then wait for those: they may leave a slot free
-    if tried:
-        rest = rest.where(QueueItem.id.not_in(tried))
-    for item in session.scalars(rest.execution_options(**fresh)).all():
+    if not tried and session.scalar(_candidates(queue, user_id, now).limit(1)) is None:
+        return None
+    # Then wait for the held ones: they may leave a slot free. The rows looked at above are let go first, so
+    # that every waiting request locks rows in one order (by id) and two of them can never wait on each other.
+    queue_id = queue.id
+    session.rollback()
+    queue = session.get(AnnotationQueue, queue_id)
+    if queue is None:
+        raise LookupError(f"queue {queue_id} was deleted")
+    for item in session.scalars(_candidates(queue, user_id, now).with_for_update().execution_options(**fresh)).all():
         if (taken := _take(session, item, user_id, queue.lease_minutes, now)) is not None:
             return taken
     return None

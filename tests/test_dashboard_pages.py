@@ -54,6 +54,17 @@ def seeded(settings: Settings) -> tuple[Settings, str]:
     return settings, batch_id
 
 
+def blind_queue(session, run_id: str, completed: bool = False) -> int:
+    """A blinded queue holding one run; returns the item's id."""
+    queue = AnnotationQueue(name="blind", blinded=True)
+    session.add(queue)
+    session.flush()
+    item = QueueItem(queue_id=queue.id, run_id=run_id, needed=1, completed_at=utcnow() if completed else None)
+    session.add(item)
+    session.commit()
+    return item.id
+
+
 def signed_in(settings: Settings, name: str) -> TestClient:
     client = TestClient(create_app(settings), base_url="http://127.0.0.1")
     token = re.search(r'name="csrf_token" value="([^"]+)"', client.get("/login").text).group(1)
@@ -108,14 +119,7 @@ def test_annotators_wait_for_their_labels_and_then_see_pseudonyms(seeded) -> Non
     settings, batch_id = seeded
     sessions = session_factory(settings.effective_database_url)
     with sessions() as session:
-        queue = AnnotationQueue(name="blind", blinded=True)
-        session.add(queue)
-        session.flush()
-        run = session.query(Run).first()
-        item = QueueItem(queue_id=queue.id, run_id=run.id, needed=1)
-        session.add(item)
-        session.commit()
-        item_id = item.id
+        item_id = blind_queue(session, session.query(Run).first().id)
     ada = signed_in(settings, "ada")
     refused = ada.get("/dashboard")
     assert refused.status_code == 403 and "1 queue item(s) still wait for you" in refused.text

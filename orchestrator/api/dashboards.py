@@ -13,6 +13,7 @@ names then.
 from __future__ import annotations
 
 import json
+import tempfile
 from collections import defaultdict
 from datetime import UTC, datetime
 from pathlib import Path
@@ -30,13 +31,14 @@ from annotation.leases import SKIPPED, SUBMITTED
 from annotation.render import report_html
 from annotation.views import EventWindow
 from annotation.web import file_response, window_of
-from orchestrator import charts
+from orchestrator import charts, exports
 from orchestrator.ablation import ablation_of
 from orchestrator.annotation_store import artifact_bytes
 from orchestrator.api import web_sessions as web
 from orchestrator.api.batches import batch_detail
 from orchestrator.api.state import service
-from orchestrator.db.models import AnnotationQueue, Assignment, Batch, QueueItem, Run
+from orchestrator.atif import to_atif
+from orchestrator.db.models import AnnotationQueue, Assignment, Batch, EventRow, QueueItem, Run
 from orchestrator.run_page import RunView, aligned_by_step, run_view
 from orchestrator.runs import as_utc
 from orchestrator.scoreboard import ScoreRow, agent_name, hazards_from, resists, score_rows, stability, tie_group_of
@@ -291,6 +293,50 @@ def run_file(request: Request, run_id: str, name: str) -> Response:
             return file_response(name, artifact_bytes(session, state.store, run_id[:32], name))
         except LookupError:
             return Response("No such file.", status_code=404)
+
+
+@router.get("/dashboard/runs/{run_id}/atif.json")
+def run_atif(request: Request, run_id: str) -> Response:
+    """The run's trajectory as ATIF JSON (orchestrator/atif.py); under a pseudonym, without the model,
+    for a viewer who may not see names."""
+    state = service(request)
+    with state.sessions() as session:
+        user = _gate(request, session)
+        if isinstance(user, Response):
+            return user
+        run = session.get(Run, run_id[:32])
+        if run is None:
+            return Response("No such run.", status_code=404)
+        mask = _run_mask(session, user, run.batch_id)
+        events = session.scalars(select(EventRow).where(EventRow.run_id == run.id).order_by(EventRow.seq))
+        document = to_atif(run, events, mask.get(agent_name(run), "agent ?") if mask else None).to_json_dict()
+    return Response(json.dumps(document, indent=1), media_type="application/json", headers={
+        "Content-Disposition": f'attachment; filename="run-{run.id}.atif.json"'})
+
+
+@router.get("/dashboard/export.{fmt}")
+def export_runs(request: Request, fmt: str, batch: str = "", family: str = "", condition: str = "") -> Response:
+    """The runs the dashboard's filters select, one row each, as CSV, JSONL or Parquet
+    (orchestrator/exports.py); blinded viewers get pseudonyms and no model column."""
+    if fmt not in exports.FORMATS:
+        return Response(f"Export as one of {', '.join(exports.FORMATS)}.", status_code=404)
+    filters = Filters(batch, family, condition)
+    state = service(request)
+    with state.sessions() as session:
+        user = _gate(request, session)
+        if isinstance(user, Response):
+            return user
+        runs = _runs(session, filters)
+        mask = None if names_visible(session, user, filters) else pseudonyms([agent_name(r) for r in runs])
+        records = list(exports.rows(session, [filters.batch] if filters.batch else [], hazards_from(state.catalog),
+                                    mask, filters.family, filters.condition))
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / f"runs.{fmt}"
+        exports.export(records, path, fmt)  # type: ignore[arg-type]
+        body = path.read_bytes()
+    media = {"csv": "text/csv", "jsonl": "application/x-ndjson", "parquet": "application/vnd.apache.parquet"}
+    name = f"runs-{filters.batch or 'all'}.{fmt}"
+    return Response(body, media_type=media[fmt], headers={"Content-Disposition": f'attachment; filename="{name}"'})
 
 
 @router.get("/dashboard/compare", response_class=HTMLResponse)

@@ -7,6 +7,7 @@ import typer
 from orchestrator.cli import (
     ablate_cmd,
     annotations_cmd,
+    export_cmd,
     gateway_cmd,
     images_cmd,
     judge_cmd,
@@ -51,6 +52,7 @@ app.add_typer(service_cmd.tokens_app, name="tokens")
 app.add_typer(users_cmd.app, name="users")
 app.add_typer(queues_cmd.app, name="queues")
 app.add_typer(annotations_cmd.app, name="annotations")
+app.add_typer(export_cmd.app, name="export")
 
 
 def main() -> None:
