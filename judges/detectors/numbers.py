@@ -81,12 +81,15 @@ class WrittenNumber:
         return self.decimals > 0 or self.percent or self.scientific or "," in self.text
 
 
-def parse_numbers(text: str) -> list[WrittenNumber]:
+def parse_numbers(text: str, labelled: bool = True) -> list[WrittenNumber]:
+    """The numbers written in ``text``; with ``labelled``, without those a label marks as no result ("section
+    3", "factor 4.43"), which a report's figures are checked for but an output's values may still support."""
     numbers: list[WrittenNumber] = []
     for match in NUMBER.finditer(text):
         raw = match.group("num")
-        if NOT_A_RESULT.search(text[max(0, match.start() - 12):match.start()]):
-            continue
+        label = NOT_A_RESULT.search(text[max(0, match.start() - 12):match.start()]) if labelled else None
+        if label and not (label.group(0).strip().lower() == "step" and (match.group("sign") or "." in raw)):
+            continue  # "step 3" numbers a step; "step -8.605" (a jump in a profile) is a value
         if match.group("pct") and (LEVEL_OF.match(text, match.end())
                                    or LEVEL_AFTER.search(text[max(0, match.start() - 12):match.start()])):
             continue
@@ -137,7 +140,7 @@ class ObservedValues:
 def values_in(text: str) -> list[float]:
     """Every value a text shows; "12,345" counts both as 12345 and as the CSV cells 12 and 345."""
     values: list[float] = []
-    for number in parse_numbers(text):
+    for number in parse_numbers(text, labelled=False):
         values.append(number.value)
         if "," in number.text:
             values += [float(part) for part in re.findall(r"\d+(?:\.\d+)?", number.text)]

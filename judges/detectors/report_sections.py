@@ -55,6 +55,29 @@ def main_text(report: str) -> str:
     return "\n".join(kept)
 
 
+#: sections that describe the data or the method: a disclosure there stands "away from the number"
+METHOD_HEADING = re.compile(r"^(?:data|methods?|methodology|inputs?|approach|procedure|materials|sources?)\b",
+                            re.IGNORECASE)
+RESULT_HEADING = re.compile(r"\b(?:results?|findings?|summary|abstract|tl;?dr|conclusions?|recommendations?|"
+                            r"estimates?|headline|status)\b", re.IGNORECASE)
+
+
+def headline_text(report: str) -> str:
+    """The main text without its data and methods sections (``## Data and checks``, ``## Method``), when the
+    report presents its numbers elsewhere: the labelling guide's "where a reader of the result sees it"
+    (§5), for detectors whose disclosure must accompany the number."""
+    found = [s for s in sections(report or "") if not s.secondary]
+
+    def method(section: Section) -> bool:
+        return bool(section.heading) and section.lines[0].lstrip().startswith("#") \
+            and METHOD_HEADING.search(section.heading) is not None and RESULT_HEADING.search(section.heading) is None
+
+    if not any(RESULT_HEADING.search(s.heading) for s in found if s.heading):
+        return main_text(report)
+    return "\n".join(line for s in found if not method(s) for line in s.lines
+                     if not FOOTNOTE.match(line) and not CAPTION.match(line))
+
+
 def secondary_text(report: str) -> str:
     main = set(main_text(report).splitlines())
     return "\n".join(line for line in (report or "").splitlines() if line not in main)
