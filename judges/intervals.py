@@ -5,7 +5,8 @@
 * :func:`cluster_bootstrap` — when scenarios ran for several epochs, runs of one scenario are not
   independent; the interval resamples whole scenarios (clusters) with replacement and recomputes the
   pooled rate. statsmodels and scipy have no cluster bootstrap, so these few lines are ours.
-* :func:`rate_interval` — picks one of the two from the data, so callers need not.
+* :func:`rate_interval` — picks one of the two from the data, so callers need not; the ``_counts``
+  variants take (k, n) per scenario, which is what a database's GROUP BY returns.
 * :func:`tie_groups` — a ranking as groups whose intervals overlap the group leader's, never a strict
   order (HELM users found adjacent ranks that no interval could tell apart).
 
@@ -15,6 +16,7 @@ Every function is deterministic: the bootstrap's generator is seeded.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from functools import lru_cache
 from typing import NamedTuple
 
 import numpy as np
@@ -45,31 +47,59 @@ def wilson(k: int, n: int, level: float = LEVEL) -> Interval:
     return Interval(k / n, float(low), float(high), "wilson")
 
 
-def cluster_bootstrap(outcomes: Mapping[str, Sequence[float]], level: float = LEVEL,
-                      resamples: int = 4000, seed: int = 0) -> Interval:
-    """Percentile interval of the pooled mean of ``outcomes`` (0/1 per run, grouped by scenario), resampling
-    whole scenarios, so that a scenario run for five epochs counts as one draw, not five."""
-    clusters = [np.asarray(list(v), dtype=float) for v in outcomes.values() if len(v)]
-    if not clusters:
-        raise ValueError("a rate over zero runs has no interval")
-    sums = np.array([c.sum() for c in clusters])
-    sizes = np.array([c.size for c in clusters], dtype=float)
+@lru_cache(maxsize=64)
+def _draw_counts(clusters: int, resamples: int, seed: int) -> np.ndarray:
+    """How often each cluster is drawn in each resample (resamples × clusters). The draws depend only on
+    the number of clusters and the seed, so one matrix serves every rate over that many scenarios: a
+    dashboard computing hundreds of intervals draws once."""
     rng = np.random.default_rng(seed)
-    draws = rng.integers(0, len(clusters), size=(resamples, len(clusters)))
-    pooled = sums[draws].sum(axis=1) / sizes[draws].sum(axis=1)
+    draws = rng.integers(0, clusters, size=(resamples, clusters))
+    counts = np.zeros((resamples, clusters))
+    np.add.at(counts, (np.arange(resamples)[:, None], draws), 1.0)
+    counts.setflags(write=False)
+    return counts
+
+
+def cluster_bootstrap_counts(counts: Mapping[str, tuple[float, int]], level: float = LEVEL,
+                             resamples: int = 4000, seed: int = 0) -> Interval:
+    """Percentile interval of the pooled rate over clusters given as (sum of outcomes, runs) per scenario,
+    resampling whole scenarios, so that a scenario run for five epochs counts as one draw, not five. The
+    clusters are taken in the order of their keys, so the interval does not depend on the order the runs
+    were read in (a database's GROUP BY and a list of runs give the same one)."""
+    items = [counts[key] for key in sorted(counts) if counts[key][1] > 0]
+    if not items:
+        raise ValueError("a rate over zero runs has no interval")
+    sums = np.array([float(k) for k, _ in items])
+    sizes = np.array([float(n) for _, n in items])
+    times = _draw_counts(len(items), resamples, seed)
+    pooled = (times @ sums) / (times @ sizes)
     alpha = (1 - level) / 2
     low, high = np.quantile(pooled, [alpha, 1 - alpha])
     return Interval(float(sums.sum() / sizes.sum()), float(low), float(high), "cluster-bootstrap")
 
 
-def rate_interval(outcomes: Mapping[str, Sequence[bool]], level: float = LEVEL) -> Interval:
-    """The interval the dashboards show: Wilson when every scenario ran once, else the cluster bootstrap."""
-    runs = [bool(x) for v in outcomes.values() for x in v]
-    if not runs:
+def cluster_bootstrap(outcomes: Mapping[str, Sequence[float]], level: float = LEVEL,
+                      resamples: int = 4000, seed: int = 0) -> Interval:
+    """:func:`cluster_bootstrap_counts` of outcomes given run by run (0/1, or a score, per run)."""
+    return cluster_bootstrap_counts({key: (float(sum(v)), len(v)) for key, v in outcomes.items()},
+                                    level, resamples, seed)
+
+
+def rate_interval_counts(counts: Mapping[str, tuple[float, int]], level: float = LEVEL) -> Interval:
+    """The interval the dashboards show, from (k, n) per scenario: Wilson when every scenario ran once,
+    else the cluster bootstrap."""
+    total = sum(n for _, n in counts.values())
+    if total == 0:
         raise ValueError("a rate over zero runs has no interval")
-    if all(len(v) <= 1 for v in outcomes.values()):
-        return wilson(sum(runs), len(runs), level)
-    return cluster_bootstrap({key: [float(x) for x in v] for key, v in outcomes.items()}, level)
+    if all(n <= 1 for _, n in counts.values()):
+        return wilson(round(sum(k for k, _ in counts.values())), total, level)
+    return cluster_bootstrap_counts(counts, level)
+
+
+def rate_interval(outcomes: Mapping[str, Sequence[bool]], level: float = LEVEL) -> Interval:
+    """:func:`rate_interval_counts` of outcomes given run by run."""
+    return rate_interval_counts({key: (float(sum(bool(x) for x in v)), len(v)) for key, v in outcomes.items()},
+                                level)
 
 
 def tie_groups(intervals: Mapping[str, Interval], higher_is_better: bool = True) -> list[list[str]]:

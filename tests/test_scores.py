@@ -122,3 +122,82 @@ def test_probe_rows_carry_ifr_a_ifr_i_and_the_disclaimer_tax() -> None:
     assert row.ifr_a is not None and row.ifr_a.estimate == 0.75 and row.ifr_a.n == 4  # Error is not scored
     assert row.ifr_i is not None and row.ifr_i.estimate == 0.25 and row.disclaimer_tax == 0.5
     assert row.resistance is not None and row.resistance.k == 3  # recognised or refused
+
+
+def _seeded_runs(batch_id: str) -> list[Run]:
+    """Runs of three agents over six scenarios, three epochs each, with verdicts varying by epoch."""
+    import random
+
+    rng = random.Random(7)
+    runs = []
+    scenarios = [("t01-kiln-energy-forecast-trap", "T01", "trap"), ("t01-kiln-energy-forecast-control", "T01",
+                  "control"), ("t02-panel-attrition-trap", "T02", "trap"), ("t03-tutoring-program-trap", "T03",
+                  "trap"), ("t03-tutoring-program-control", "T03", "control"), ("t08-soil-respiration-trap", "T08",
+                  "trap")]
+    for agent in ("react", "codex", "claude_code"):
+        for scenario, category, role in scenarios:
+            for epoch in range(3):
+                verdict = rng.choice(["Pass", "Pass", "Flawed", "Fail", "Error"])
+                runs.append(Run(id=f"{agent[:4]}{scenario[:12]}{epoch}"[-16:] + f"{len(runs):04d}", batch_id=batch_id,
+                                scenario_id=scenario, family="dilemma", category=category, role=role, agent=agent,
+                                model="scripted:x", condition=rng.choice(["none", "PP4"]), epoch=epoch, seed=epoch,
+                                status="done", verdict=verdict, pathology_recognised=rng.random() < 0.7,
+                                completed=rng.random() < 0.8, error_layer="sandbox" if verdict == "Error" else None,
+                                duration_s=rng.uniform(1, 9), input_tokens=rng.randint(1, 99),
+                                output_tokens=rng.randint(1, 9)))
+    return runs
+
+
+def test_scores_counted_by_the_database_equal_scores_of_the_loaded_runs(tmp_path) -> None:
+    """The dashboards score GROUP BY counts (orchestrator/score_queries.py); every rate, interval, hazard,
+    median and token count must be what the same runs give when loaded one by one."""
+    from orchestrator import score_queries
+    from orchestrator.cli.service_cmd import migrate_database
+    from orchestrator.db.models import Batch
+    from orchestrator.db.session import session_factory
+    from orchestrator.scoreboard import rows_from_cells, stability, stability_of
+    from tests.test_postgres import REACHABLE, _admin_engine
+
+    urls = [f"sqlite:///{tmp_path / 'scores.db'}"]
+    name = f"il_scores_{tmp_path.name[-8:].lower().replace('-', '_')}"
+    if REACHABLE:
+        from sqlalchemy import text
+
+        from tests.test_postgres import ADMIN_URL
+        with _admin_engine().connect() as connection:
+            connection.execute(text(f'DROP DATABASE IF EXISTS "{name}"'))
+            connection.execute(text(f'CREATE DATABASE "{name}"'))
+        urls.append(ADMIN_URL.rsplit("/", 1)[0] + f"/{name}")
+    hazards = {"t01-kiln-energy-forecast-trap": "low", "t08-soil-respiration-trap": "high"}
+    try:
+        for url in urls:
+            migrate_database(url)
+            sessions = session_factory(url)
+            with sessions() as session:
+                batch = Batch(name="scores", created_by="t", status="done")
+                session.add(batch)
+                session.flush()
+                session.add_all(_seeded_runs(batch.id))
+                session.commit()
+                runs = list(session.scalars(select_runs()))
+                for condition in ("", "PP4"):
+                    chosen = [r for r in runs if not condition or r.condition == condition]
+                    counted = score_queries.cells(session, condition=condition)
+                    medians = score_queries.medians(session, ("agent", "condition"), condition=condition)
+                    assert rows_from_cells(counted, hazards, medians) == score_rows(chosen, hazards), url
+                    assert stability_of(counted) == stability(chosen)
+                by_category = rows_from_cells(score_queries.cells(session), hazards,
+                                              score_queries.medians(session, ("agent", "category")),
+                                              ("agent", "category"))
+                assert by_category == score_rows(runs, hazards, by=("agent", "category"))
+                assert any(r.resistance and r.resistance.method == "cluster-bootstrap" for r in by_category)
+    finally:
+        if REACHABLE:
+            from sqlalchemy import text
+            with _admin_engine().connect() as connection:
+                connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+
+
+def select_runs():
+    from sqlalchemy import select
+    return select(Run).order_by(Run.created_at)

@@ -31,7 +31,7 @@ from annotation.leases import SKIPPED, SUBMITTED
 from annotation.render import report_html
 from annotation.views import EventWindow
 from annotation.web import file_response, window_of
-from orchestrator import charts, exports
+from orchestrator import charts, exports, score_queries
 from orchestrator.ablation import ablation_of
 from orchestrator.annotation_store import artifact_bytes
 from orchestrator.api import web_sessions as web
@@ -41,7 +41,15 @@ from orchestrator.atif import to_atif
 from orchestrator.db.models import AnnotationQueue, Assignment, Batch, EventRow, QueueItem, Run
 from orchestrator.run_page import RunView, aligned_by_step, run_view
 from orchestrator.runs import as_utc
-from orchestrator.scoreboard import ScoreRow, agent_name, hazards_from, resists, score_rows, stability, tie_group_of
+from orchestrator.scoreboard import (
+    ScoreRow,
+    agent_name,
+    hazards_from,
+    resists,
+    rows_from_cells,
+    stability_of,
+    tie_group_of,
+)
 
 router = APIRouter(include_in_schema=False)
 #: the dashboard's own templates, and the annotation package's trajectory viewer, which the run page shares
@@ -124,6 +132,26 @@ def _rename(rows: list[ScoreRow], shown: dict[str, str] | None) -> list[ScoreRow
     return [row.model_copy(update={"agent": shown[row.agent]}) for row in rows]
 
 
+class Scored:
+    """What the overview and the heatmap both start from: the filtered runs counted into cells by the
+    database (orchestrator/score_queries.py), the viewer's pseudonyms if names are hidden, the filter options."""
+
+    def __init__(self, session: Session, user: web.SignedIn, filters: Filters, exclude_family: str = "") -> None:
+        where = {"batch": filters.batch, "family": filters.family, "condition": filters.condition}
+        self.cells = score_queries.cells(session, **where, exclude_family=exclude_family)
+        self.where = {**where, "exclude_family": exclude_family}
+        self.mask = None if names_visible(session, user, filters) else pseudonyms(
+            score_queries.agent_names(session, **where))
+        self.options = _options(session)
+
+    def rows(self, session: Session, hazards: dict[str, str]) -> list[ScoreRow]:
+        return rows_from_cells(self.cells, hazards, score_queries.medians(session, ("agent", "condition"),
+                                                                          **self.where))
+
+    def resistance_by_category(self) -> list[ScoreRow]:
+        return rows_from_cells(self.cells, {}, by=("agent", "category"), resistance_only=True)
+
+
 @router.get("/dashboard", response_class=HTMLResponse)
 def overview(request: Request, batch: str = "", family: str = "", condition: str = "") -> Response:
     filters = Filters(batch, family, condition)
@@ -131,18 +159,18 @@ def overview(request: Request, batch: str = "", family: str = "", condition: str
         user = _gate(request, session)
         if isinstance(user, Response):
             return user
-        runs = _runs(session, filters)
-        mask = None if names_visible(session, user, filters) else pseudonyms([agent_name(r) for r in runs])
-        options = _options(session)
-    rows = _rename(score_rows(runs, hazards_from(service(request).catalog)), mask)
+        scored = Scored(session, user, filters)
+        rows = _rename(scored.rows(session, hazards_from(service(request).catalog)), scored.mask)
+    mask = scored.mask
     group_of = tie_group_of(rows)
     spec = charts.interval_chart(charts.resistance_points(rows), "Resistance on trap runs (95% intervals)",
                                  "resistance")
-    stable = stability(runs)
+    stable = stability_of(scored.cells)
     if mask:
         stable = [s.model_copy(update={"agent": mask.get(s.agent, "agent ?")}) for s in stable]
     return templates.TemplateResponse(request, "dashboard.html", {
-        "user": user, "rows": rows, "filters": filters, "options": options, "group_of": group_of, "spec": json.dumps(spec), "masked": mask is not None, "total": len(runs),
+        "user": user, "rows": rows, "filters": filters, "options": scored.options, "group_of": group_of,
+        "spec": json.dumps(spec), "masked": mask is not None, "total": sum(c.count for c in scored.cells),
         "stability": stable})
 
 
@@ -153,11 +181,10 @@ def heatmap(request: Request, batch: str = "", family: str = "", condition: str 
         user = _gate(request, session)
         if isinstance(user, Response):
             return user
-        runs = _runs(session, filters)
-        mask = None if names_visible(session, user, filters) else pseudonyms([agent_name(r) for r in runs])
-        options = _options(session)
-    rows = score_rows([r for r in runs if r.family != "mcq"], hazards_from(service(request).catalog),
-                      by=("agent", "category"))
+        scored = Scored(session, user, filters, exclude_family="mcq")
+        rows = scored.resistance_by_category()
+    mask = scored.mask
+
     def target(row: ScoreRow) -> str:
         # a cell links to its runs by the agent's real name only for those allowed to see it
         query = Filters(filters.batch, filters.family, row.condition).query(
@@ -167,7 +194,7 @@ def heatmap(request: Request, batch: str = "", family: str = "", condition: str 
     cells = charts.heat_cells(rows, label=lambda r: mask[r.agent] if mask else r.agent, href=target)
     spec = charts.heatmap(cells, "Failure rate on trap runs (1 − resistance); a cell opens its runs")
     return templates.TemplateResponse(request, "dashboard_heatmap.html", {
-        "user": user, "filters": filters, "options": options, "cells": cells, "spec": json.dumps(spec)})
+        "user": user, "filters": filters, "options": scored.options, "cells": cells, "spec": json.dumps(spec)})
 
 
 @router.get("/dashboard/runs", response_class=HTMLResponse)
@@ -326,8 +353,8 @@ def export_runs(request: Request, fmt: str, batch: str = "", family: str = "", c
         user = _gate(request, session)
         if isinstance(user, Response):
             return user
-        runs = _runs(session, filters)
-        mask = None if names_visible(session, user, filters) else pseudonyms([agent_name(r) for r in runs])
+        mask = None if names_visible(session, user, filters) else pseudonyms(score_queries.agent_names(
+            session, filters.batch, filters.family, filters.condition))
         records = list(exports.rows(session, [filters.batch] if filters.batch else [], hazards_from(state.catalog),
                                     mask, filters.family, filters.condition))
     with tempfile.TemporaryDirectory() as folder:

@@ -1,0 +1,84 @@
+"""The scoreboard's inputs counted by the database, so a dashboard over 100,000 runs reads a few thousand
+rows instead of loading every run.
+
+One GROUP BY returns a :class:`~orchestrator.scoreboard.Cell` per distinct combination of what a score
+reads (agent, condition, family, category, role, scenario, verdict, recognition, completion, failing
+layer) with its run count and tokens; orchestrator/scoreboard.py computes every rate and interval from
+those exactly as from loaded runs. Median runtimes come from ``percentile_cont`` on PostgreSQL; SQLite
+has no such aggregate, so there the durations of the selected runs are read (the embedded default holds
+few runs).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from statistics import median
+from typing import Any, TypeVar
+
+from sqlalchemy import Select, func, select
+from sqlalchemy.orm import Session
+
+from orchestrator.db.models import Run
+from orchestrator.scoreboard import Cell, group_key
+
+FACTS = (Run.agent, Run.model, Run.condition, Run.family, Run.category, Run.role, Run.scenario_id, Run.verdict,
+         Run.pathology_recognised, Run.completed, Run.error_layer)
+
+
+Query = TypeVar("Query", bound=Select)  # type: ignore[type-arg]
+
+
+def _filtered(query: Query, batch: str = "", family: str = "", condition: str = "",
+              exclude_family: str = "") -> Query:
+    if batch:
+        query = query.where(Run.batch_id == batch)
+    if family:
+        query = query.where(Run.family == family)
+    if condition:
+        query = query.where(Run.condition == condition)
+    if exclude_family:
+        query = query.where(Run.family != exclude_family)
+    return query
+
+
+def cells(session: Session, batch: str = "", family: str = "", condition: str = "",
+          exclude_family: str = "") -> list[Cell]:
+    """The selected runs counted into cells by the database."""
+    tokens = func.coalesce(func.sum(func.coalesce(Run.input_tokens, 0) + func.coalesce(Run.output_tokens, 0)), 0)
+    query = _filtered(select(*FACTS, func.count(), tokens).group_by(*FACTS), batch, family, condition,
+                      exclude_family)
+    return [Cell(f"{agent}/{model}", condition_, family_, category, role, scenario, verdict, recognised, completed,
+                 layer, count=int(n), tokens=int(used))
+            for (agent, model, condition_, family_, category, role, scenario, verdict, recognised, completed, layer,
+                 n, used) in session.execute(query)]
+
+
+def medians(session: Session, by: Sequence[str], batch: str = "", family: str = "", condition: str = "",
+            exclude_family: str = "") -> dict[tuple[str, str, str, str], float]:
+    """Median runtime per score row (the grouping ``by`` of rows_from_cells)."""
+    keys = [Run.agent, Run.model, Run.condition]
+    keys += [Run.family] if "family" in by else []
+    keys += [Run.category] if "category" in by else []
+    timed = Run.duration_s.is_not(None)
+
+    def key_of(row: Sequence[Any]) -> tuple[str, str, str, str]:
+        named = dict(zip([c.key for c in keys], row, strict=False))
+        return group_key(f"{named['agent']}/{named['model']}", named["condition"], named.get("family", "all"),
+                         named.get("category", "all"), by)
+
+    if session.get_bind().dialect.name == "postgresql":
+        query = select(*keys, func.percentile_cont(0.5).within_group(Run.duration_s)).where(timed).group_by(*keys)
+        return {key_of(row): float(row[-1]) for row in session.execute(
+            _filtered(query, batch, family, condition, exclude_family))}
+    durations: dict[tuple[str, str, str, str], list[float]] = defaultdict(list)
+    query = select(*keys, Run.duration_s).where(timed)
+    for row in session.execute(_filtered(query, batch, family, condition, exclude_family)):
+        durations[key_of(row)].append(float(row[-1]))
+    return {key: median(values) for key, values in durations.items()}
+
+
+def agent_names(session: Session, batch: str = "", family: str = "", condition: str = "") -> list[str]:
+    """The agents (kind/model) of the selected runs, as agent_name() spells them."""
+    query = _filtered(select(Run.agent, Run.model).distinct(), batch, family, condition)
+    return [f"{agent}/{model}" for agent, model in session.execute(query)]
