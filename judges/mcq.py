@@ -295,4 +295,5 @@ class McqScorer(Judge):
             findings=findings,
             rationale=f"IS {score.integrity_score:.2f}{where} (Q1 {score.q1:.0f}, Q2 {score.q2:.3f}, "
             f"Q3 {score.q3:.3f}){flags}",
+            details={"q1": score.q1, "q2": score.q2, "q3": score.q3, "integrity_score": score.integrity_score},
         )

@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 from sqlalchemy import Select, func, select
 from sqlalchemy.orm import Session
 
-from orchestrator.db.models import Run
+from orchestrator.db.models import JudgementRow, Run
 from orchestrator.scoreboard import Cell, group_key
 
 FACTS = (Run.agent, Run.model, Run.condition, Run.family, Run.category, Run.role, Run.scenario_id, Run.verdict,
@@ -45,13 +45,31 @@ def _filtered(query: Query, batch: str = "", family: str = "", condition: str = 
 def cells(session: Session, batch: str = "", family: str = "", condition: str = "",
           exclude_family: str = "") -> list[Cell]:
     """The selected runs counted into cells by the database."""
-    tokens = func.coalesce(func.sum(func.coalesce(Run.input_tokens, 0) + func.coalesce(Run.output_tokens, 0)), 0)
-    query = _filtered(select(*FACTS, func.count(), tokens).group_by(*FACTS), batch, family, condition,
+    used_in = func.coalesce(func.sum(func.coalesce(Run.input_tokens, 0)), 0)
+    used_out = func.coalesce(func.sum(func.coalesce(Run.output_tokens, 0)), 0)
+    query = _filtered(select(*FACTS, func.count(), used_in, used_out).group_by(*FACTS), batch, family, condition,
                       exclude_family)
     return [Cell(f"{agent}/{model}", condition_, family_, category, role, scenario, verdict, recognised, completed,
-                 layer, count=int(n), tokens=int(used))
+                 layer, count=int(n), input_tokens=int(tokens_in), output_tokens=int(tokens_out))
             for (agent, model, condition_, family_, category, role, scenario, verdict, recognised, completed, layer,
-                 n, used) in session.execute(query)]
+                 n, tokens_in, tokens_out) in session.execute(query)]
+
+
+def judged_means(session: Session, batch: str = "", family: str = "", condition: str = ""
+                 ) -> dict[tuple[str, str], dict[str, float]]:
+    """Per agent × condition, from the current judgements: the mean EDI of scored probe runs and the mean
+    Q1, Q2 and Q3 of mcq trap runs (the parts of IntegrityBench's IS)."""
+    query = _filtered(select(Run.agent, Run.model, Run.condition, Run.family, JudgementRow.details).join(
+        JudgementRow, JudgementRow.run_id == Run.id).where(
+        JudgementRow.is_current, Run.family.in_(("probe", "mcq")), Run.role == "trap"), batch, family, condition)
+    seen: dict[tuple[str, str], dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for agent, model, condition_, family_, details in session.execute(query):
+        parts = ("edi",) if family_ == "probe" else ("q1", "q2", "q3")
+        for part in parts:
+            value = (details or {}).get(part)
+            if isinstance(value, int | float):
+                seen[(f"{agent}/{model}", condition_)][part].append(float(value))
+    return {key: {part: round(sum(v) / len(v), 4) for part, v in parts.items()} for key, parts in seen.items()}
 
 
 def medians(session: Session, by: Sequence[str], batch: str = "", family: str = "", condition: str = "",

@@ -15,6 +15,8 @@ from typing import Protocol
 
 from pydantic import BaseModel
 
+from agents.gateway.budget import ModelPrice, price_for
+from agents.models.base import Usage
 from judges.intervals import Interval, cluster_bootstrap_counts, rate_interval_counts, tie_groups
 from judges.measures import dilemma_resists, hazard_score, probe_resists
 from orchestrator.db.models import Run
@@ -73,6 +75,11 @@ class ScoreRow(BaseModel):
     disclaimer_tax: float | None = None  # IFR-a − IFR-i
     median_runtime_s: float | None = None
     tokens: int = 0
+    cost_usd: float | None = None  # None when a model of the row has no price (INTEGRITYLAB_MODEL_PRICES)
+    mean_edi: float | None = None  # probe runs: TRACES' evidence-detail index, mean over scored responses
+    is_q1: float | None = None  # mcq trap runs: IntegrityBench's Q1, mean Q2 and mean Q3 (0-1), averaged
+    is_q2: float | None = None
+    is_q3: float | None = None
 
 
 def agent_name(run: Run) -> str:
@@ -125,7 +132,16 @@ class Cell:
     completed: bool | None
     error_layer: str | None
     count: int
-    tokens: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+    @property
+    def tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+    @property
+    def model(self) -> str:
+        return self.agent.split("/", 1)[1] if "/" in self.agent else self.agent
 
 
 def cells_of(runs: Iterable[Run]) -> list[Cell]:
@@ -134,10 +150,12 @@ def cells_of(runs: Iterable[Run]) -> list[Cell]:
     for run in runs:
         key = Cell(agent_name(run), run.condition, run.family, run.category, run.role, run.scenario_id, run.verdict,
                    run.pathology_recognised, run.completed, run.error_layer, count=0)
-        seen = counted.setdefault(key, [0, 0])
+        seen = counted.setdefault(key, [0, 0, 0])
         seen[0] += 1
-        seen[1] += (run.input_tokens or 0) + (run.output_tokens or 0)
-    return [replace(key, count=n, tokens=tokens) for key, (n, tokens) in counted.items()]
+        seen[1] += run.input_tokens or 0
+        seen[2] += run.output_tokens or 0
+    return [replace(key, count=n, input_tokens=used_in, output_tokens=used_out)
+            for key, (n, used_in, used_out) in counted.items()]
 
 
 def group_key(agent: str, condition: str, family: str, category: str, by: Sequence[str]) -> tuple[str, str, str, str]:
@@ -174,7 +192,7 @@ def _by_scenario(cells: Iterable[Cell], outcome: Callable[[Cell], bool]) -> dict
 
 def score(agent: str, condition: str, cells: list[Cell], hazards: Mapping[str, str],
           family: str = "all", category: str = "all", median_runtime_s: float | None = None,
-          resistance_only: bool = False) -> ScoreRow:
+          resistance_only: bool = False, prices: Mapping[str, ModelPrice] | None = None) -> ScoreRow:
     """One row from the cells of one group (only its run counts and resistance with ``resistance_only``,
     which is all a heatmap draws)."""
     row = ScoreRow(agent=agent, condition=condition, family=family, category=category,
@@ -224,12 +242,26 @@ def score(agent: str, condition: str, cells: list[Cell], hazards: Mapping[str, s
                                  **interval._asdict())
     row.median_runtime_s = round(median_runtime_s, 3) if median_runtime_s is not None else None
     row.tokens = sum(c.tokens for c in cells)
+    row.cost_usd = cost_of(cells, prices)
     return row
+
+
+def cost_of(cells: Iterable[Cell], prices: Mapping[str, ModelPrice] | None) -> float | None:
+    """USD the cells' tokens cost at the configured prices (scripted models are free); None if any model
+    of them has no price."""
+    total = 0.0
+    for cell in cells:
+        price = price_for(cell.model, prices or {})
+        if price is None:
+            return None
+        total += price.cost(Usage(input_tokens=cell.input_tokens, output_tokens=cell.output_tokens))
+    return round(total, 4)
 
 
 def rows_from_cells(cells: Iterable[Cell], hazards: Mapping[str, str],
                     medians: Mapping[tuple[str, str, str, str], float] | None = None,
-                    by: Sequence[str] = ("agent", "condition"), resistance_only: bool = False) -> list[ScoreRow]:
+                    by: Sequence[str] = ("agent", "condition"), resistance_only: bool = False,
+                    prices: Mapping[str, ModelPrice] | None = None) -> list[ScoreRow]:
     """Rows grouped by ``by`` (agent and condition always; family and/or category when asked)."""
     unknown = set(by) - set(GROUPINGS)
     if unknown:
@@ -237,7 +269,8 @@ def rows_from_cells(cells: Iterable[Cell], hazards: Mapping[str, str],
     groups: dict[tuple[str, str, str, str], list[Cell]] = defaultdict(list)
     for cell in cells:
         groups[group_key(cell.agent, cell.condition, cell.family, cell.category, by)].append(cell)
-    return [score(agent, condition, members, hazards, family, category, (medians or {}).get(key), resistance_only)
+    return [score(agent, condition, members, hazards, family, category, (medians or {}).get(key), resistance_only,
+                  prices)
             for key, members in sorted(groups.items()) for agent, condition, family, category in [key]]
 
 

@@ -200,3 +200,36 @@ def test_the_batch_page_counts_and_stability_over_epochs(seeded) -> None:
                              overview))
     assert stable == {"codex/scripted:x": "0.75", "react/scripted:x": "1.00"}
     assert admin.get("/dashboard/batches/nosuch").status_code == 404
+
+
+def test_the_overview_shows_mean_edi_the_parts_of_is_and_cost(seeded) -> None:
+    from agents.gateway.budget import ModelPrice
+    from orchestrator.db.models import JudgementRow
+
+    settings, batch_id = seeded
+    sessions = session_factory(settings.effective_database_url)
+    with sessions() as session:
+        def add(scenario: str, family: str, verdict: str, details: dict, model: str = "openai:gpt-x") -> None:
+            run = Run(batch_id=batch_id, scenario_id=scenario, family=family, category="x", role="trap",
+                      agent="single_shot", model=model, condition="none", status=RunStatus.done, verdict=verdict,
+                      input_tokens=1_000_000, output_tokens=100_000, finished_at=utcnow())
+            session.add(run)
+            session.flush()
+            session.add(JudgementRow(run_id=run.id, judge="j", judge_version="1", verdict=verdict, details=details))
+            old = JudgementRow(run_id=run.id, judge="j", judge_version="0", verdict=verdict, details={"edi": 9.0},
+                               is_current=False)  # a superseded judgement counts for nothing
+            session.add(old)
+
+        add("p-a", "probe", "ENGAGED-UNRECOGNIZED", {"edi": 0.2})
+        add("p-b", "probe", "REFUSED-RECOGNIZED", {"edi": 0.6})
+        add("m-a", "mcq", "70.00", {"q1": 1.0, "q2": 0.5, "q3": 0.6})
+        add("m-b", "mcq", "50.00", {"q1": 0.0, "q2": 1.0, "q3": 0.5})
+        session.commit()
+    settings.model_prices = {"openai:*": ModelPrice(input_per_mtok=2.5, output_per_mtok=10)}
+    page = signed_in(settings, "root").get("/dashboard", params={"batch": batch_id}).text
+    row = re.search(r"<tr>\s*<td>single_shot/openai:gpt-x</td>.*?</tr>", page, re.DOTALL).group(0)
+    assert '<td class="edi">0.400</td>' in row  # (0.2 + 0.6) / 2
+    assert '<td class="is-parts">0.50 / 0.75 / 0.55</td>' in row
+    assert '<td class="cost">14.0000</td>' in row  # 4 runs × (1M × $2.5 + 0.1M × $10) per million
+    react = re.search(r"<tr>\s*<td>react/scripted:x</td>.*?</tr>", page, re.DOTALL).group(0)
+    assert '<td class="cost">0.0000</td>' in react and '<td class="edi">—</td>' in react  # scripted: free

@@ -27,6 +27,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 import annotation
+from agents.gateway.budget import ModelPrice
 from annotation.leases import SKIPPED, SUBMITTED
 from annotation.render import report_html
 from annotation.views import EventWindow
@@ -144,9 +145,18 @@ class Scored:
             score_queries.agent_names(session, **where))
         self.options = _options(session)
 
-    def rows(self, session: Session, hazards: dict[str, str]) -> list[ScoreRow]:
-        return rows_from_cells(self.cells, hazards, score_queries.medians(session, ("agent", "condition"),
-                                                                          **self.where))
+    def rows(self, session: Session, hazards: dict[str, str], prices: dict[str, ModelPrice]) -> list[ScoreRow]:
+        """The overview's rows, with the judgement-level means (EDI, IS parts) joined on."""
+        rows = rows_from_cells(self.cells, hazards, score_queries.medians(session, ("agent", "condition"),
+                                                                          **self.where), prices=prices)
+        where = {k: v for k, v in self.where.items() if k != "exclude_family"}
+        means = score_queries.judged_means(session, **where)
+        joined = []
+        for row in rows:
+            found = means.get((row.agent, row.condition), {})
+            joined.append(row.model_copy(update={"mean_edi": found.get("edi"), "is_q1": found.get("q1"),
+                                                 "is_q2": found.get("q2"), "is_q3": found.get("q3")}))
+        return joined
 
     def resistance_by_category(self) -> list[ScoreRow]:
         return rows_from_cells(self.cells, {}, by=("agent", "category"), resistance_only=True)
@@ -160,7 +170,8 @@ def overview(request: Request, batch: str = "", family: str = "", condition: str
         if isinstance(user, Response):
             return user
         scored = Scored(session, user, filters)
-        rows = _rename(scored.rows(session, hazards_from(service(request).catalog)), scored.mask)
+        state = service(request)
+        rows = _rename(scored.rows(session, hazards_from(state.catalog), state.settings.model_prices), scored.mask)
     mask = scored.mask
     group_of = tie_group_of(rows)
     spec = charts.interval_chart(charts.resistance_points(rows), "Resistance on trap runs (95% intervals)",
