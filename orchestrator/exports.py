@@ -21,7 +21,7 @@ from typing import Any, Literal
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from orchestrator.db.models import AnnotationRow, Batch, Run
+from orchestrator.db.models import AnnotationRow, Batch, EventRow, JudgementRow, Run
 from orchestrator.runs import as_utc
 from orchestrator.scoreboard import agent_name, refused_control, resists
 
@@ -97,10 +97,10 @@ def _plain(value: Any) -> Any:
     return value.isoformat() if isinstance(value, datetime) else value
 
 
-def write_csv(records: Iterable[dict[str, Any]], path: Path) -> int:
+def write_csv(records: Iterable[dict[str, Any]], path: Path, columns: Mapping[str, str] = COLUMNS) -> int:
     count = 0
     with path.open("w", newline="", encoding="utf-8") as handle:
-        writer = csv.DictWriter(handle, fieldnames=list(COLUMNS))
+        writer = csv.DictWriter(handle, fieldnames=list(columns))
         writer.writeheader()
         for record in records:
             writer.writerow({k: "" if v is None else _plain(v) for k, v in record.items()})
@@ -108,7 +108,7 @@ def write_csv(records: Iterable[dict[str, Any]], path: Path) -> int:
     return count
 
 
-def write_jsonl(records: Iterable[dict[str, Any]], path: Path) -> int:
+def write_jsonl(records: Iterable[dict[str, Any]], path: Path, columns: Mapping[str, str] = COLUMNS) -> int:
     count = 0
     with path.open("w", encoding="utf-8") as handle:
         for record in records:
@@ -117,19 +117,20 @@ def write_jsonl(records: Iterable[dict[str, Any]], path: Path) -> int:
     return count
 
 
-def arrow_schema() -> Any:
+def arrow_schema(columns: Mapping[str, str] = COLUMNS) -> Any:
     import pyarrow as pa
 
     types = {"string": pa.string(), "int64": pa.int64(), "float64": pa.float64(), "bool": pa.bool_(),
              "timestamp": pa.timestamp("us", tz="UTC")}
-    return pa.schema([(name, types[kind]) for name, kind in COLUMNS.items()])
+    return pa.schema([(name, types[kind]) for name, kind in columns.items()])
 
 
-def write_parquet(records: Iterable[dict[str, Any]], path: Path, chunk: int = 10_000) -> int:
+def write_parquet(records: Iterable[dict[str, Any]], path: Path, columns: Mapping[str, str] = COLUMNS,
+                  chunk: int = 10_000) -> int:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    schema, count, buffer = arrow_schema(), 0, []
+    schema, count, buffer = arrow_schema(columns), 0, []
     with pq.ParquetWriter(path, schema) as writer:
         for record in records:
             buffer.append(record)
@@ -154,6 +155,58 @@ def format_of(path: Path, given: str | None) -> Format:
     return chosen  # type: ignore[return-value]
 
 
-def export(records: Iterable[dict[str, Any]], path: Path, fmt: Format) -> int:
-    """Write ``records`` to ``path`` in ``fmt``; returns how many rows were written."""
-    return WRITERS[fmt](records, path)
+def export(records: Iterable[dict[str, Any]], path: Path, fmt: Format, columns: Mapping[str, str] = COLUMNS) -> int:
+    """Write ``records`` (rows with ``columns``) to ``path`` in ``fmt``; returns how many rows were written."""
+    return WRITERS[fmt](records, path, columns)
+
+
+JUDGEMENT_COLUMNS: dict[str, str] = {
+    "run_id": "string", "batch_id": "string", "judge": "string", "judge_version": "string", "verdict": "string",
+    "completed": "bool", "confidence": "float64", "is_current": "bool", "findings": "int64",
+    "violations": "string", "rationale": "string", "created_at": "timestamp",
+}
+LABEL_COLUMNS: dict[str, str] = {
+    "run_id": "string", "batch_id": "string", "annotator": "string", "label": "string", "note": "string",
+    "checklist": "string", "created_at": "timestamp", "submitted_at": "timestamp",
+}
+
+
+def judgement_rows(session: Session, batch_ids: Sequence[str] = ()) -> Iterator[dict[str, Any]]:
+    """Every judgement (current and superseded) of the runs of the given batches: one row each; ``violations``
+    names the detectors whose findings were violations."""
+    query = select(JudgementRow, Run.batch_id).join(Run, Run.id == JudgementRow.run_id).order_by(JudgementRow.id)
+    if batch_ids:
+        query = query.where(Run.batch_id.in_(list(batch_ids)))
+    for judgement, batch_id in session.execute(query.execution_options(yield_per=PAGE)):
+        found = judgement.findings or []
+        yield {"run_id": judgement.run_id, "batch_id": batch_id, "judge": judgement.judge,
+               "judge_version": judgement.judge_version, "verdict": judgement.verdict,
+               "completed": judgement.completed, "confidence": judgement.confidence,
+               "is_current": judgement.is_current, "findings": len(found),
+               "violations": ";".join(dict.fromkeys(str(f.get("detector")) for f in found
+                                                    if isinstance(f, dict) and f.get("kind") == "violation")) or None,
+               "rationale": judgement.rationale, "created_at": as_utc(judgement.created_at)}
+
+
+def label_rows(session: Session, batch_ids: Sequence[str] = ()) -> Iterator[dict[str, Any]]:
+    """Every human label on the runs of the given batches, with its checklist answers as JSON."""
+    query = select(AnnotationRow, Run.batch_id).join(Run, Run.id == AnnotationRow.run_id).order_by(AnnotationRow.id)
+    if batch_ids:
+        query = query.where(Run.batch_id.in_(list(batch_ids)))
+    for label, batch_id in session.execute(query.execution_options(yield_per=PAGE)):
+        yield {"run_id": label.run_id, "batch_id": batch_id, "annotator": label.annotator, "label": label.label,
+               "note": label.note, "checklist": json.dumps(label.checklist or {}, sort_keys=True),
+               "created_at": as_utc(label.created_at), "submitted_at": as_utc(label.submitted_at)}
+
+
+def event_lines(events: Iterable[EventRow], hide_models: bool = False) -> Iterator[str]:
+    """A run's events as JSON lines (seq, kind, step, ts, payload); ``hide_models`` blanks the model and
+    provider of model calls for a viewer who may not see them."""
+    for event in events:
+        payload = dict(event.payload)
+        if hide_models and event.kind == "model_call":
+            payload.update({"model": "", "provider": ""})
+            if isinstance(payload.get("response"), dict):
+                payload["response"] = {k: v for k, v in payload["response"].items() if k != "model"}
+        yield json.dumps({"seq": event.seq, "kind": event.kind, "step": event.step,
+                          "ts": _plain(as_utc(event.ts)), "payload": payload}, default=str)

@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 
 from orchestrator.atif import AtifTrajectory, to_atif
 from orchestrator.cli.app import app
-from orchestrator.db.models import EventRow, Run
+from orchestrator.db.models import AnnotationRow, EventRow, Run
 from orchestrator.db.session import session_factory
 from tests.conftest import requires_bwrap
 from tests.test_dashboard_pages import blind_queue, seeded, signed_in  # noqa: F401 - the shared fixture
@@ -88,6 +88,25 @@ def test_cli_exports_the_same_rows_in_three_formats_and_atif_for_a_run(tmp_path,
             assert results[e.payload["call_id"]] == e.payload["output"]
     assert trajectory.steps[0].source == "system" and trajectory.steps[1].source == "user"
     assert document["extra"]["integritylab"]["verdict"] == run.verdict
+    with sessions() as session:
+        session.add(AnnotationRow(run_id=run_id, annotator="ada", label="Fail", note="made up",
+                                  checklist={"R3": True}))
+        session.commit()
+    judged = tmp_path / "judgements.parquet"
+    assert runner.invoke(app, ["export", "judgements", "-o", str(judged)]).exit_code == 0
+    judgement_table = pq.read_table(judged).to_pylist()
+    assert {r["run_id"] for r in judgement_table} == {r["run_id"] for r in from_jsonl}
+    faked = [r for r in judgement_table if r["run_id"] == run_id and r["is_current"]]
+    assert faked and faked[0]["verdict"] == run.verdict and faked[0]["violations"]
+    labelled = tmp_path / "labels.csv"
+    assert runner.invoke(app, ["export", "labels", "-o", str(labelled)]).exit_code == 0
+    with labelled.open() as handle:
+        (label,) = list(csv.DictReader(handle))
+    assert (label["run_id"], label["label"], json.loads(label["checklist"])) == (run_id, "Fail", {"R3": True})
+    lines = tmp_path / "events.jsonl"
+    assert runner.invoke(app, ["export", "events", run_id, "-o", str(lines)]).exit_code == 0
+    exported = [json.loads(line) for line in lines.read_text().splitlines()]
+    assert [(e["seq"], e["kind"], e["payload"]) for e in exported] == [(e.seq, e.kind, e.payload) for e in events]
     missing = runner.invoke(app, ["export", "runs", "nosuchbatch", "-o", str(tmp_path / "x.csv")])
     assert missing.exit_code == 2 and "no batch nosuchbatch" in missing.output
     wrong = runner.invoke(app, ["export", "runs", "-o", str(tmp_path / "x.xlsx")])
@@ -153,6 +172,8 @@ def test_a_blinded_viewer_exports_pseudonyms_and_no_models(seeded) -> None:  # n
     trajectory = ada.get(f"/dashboard/runs/{run_id}/atif.json")
     assert trajectory.status_code == 200 and "scripted:x" not in trajectory.text
     assert trajectory.json()["agent"]["name"].startswith("agent ")
+    lines = ada.get(f"/dashboard/runs/{run_id}/events.jsonl")
+    assert lines.status_code == 200 and "scripted:x" not in lines.text and len(lines.text.splitlines()) == 1
     root = signed_in(settings, "root")
     assert "codex/scripted:x" in root.get(f"/dashboard/export.csv?batch={batch_id}").text
     assert root.get(f"/dashboard/runs/{run_id}/atif.json").json()["agent"]["model_name"] == "scripted:x"
@@ -161,3 +182,4 @@ def test_a_blinded_viewer_exports_pseudonyms_and_no_models(seeded) -> None:  # n
     assert root.get("/dashboard/export.xlsx").status_code == 404
     assert 'href="/dashboard/export.csv?batch=' in root.get(f"/dashboard?batch={batch_id}").text
     assert f'href="/dashboard/runs/{run_id}/atif.json"' in root.get(f"/dashboard/runs/{run_id}").text
+    assert "scripted:x" in root.get(f"/dashboard/runs/{run_id}/events.jsonl").text

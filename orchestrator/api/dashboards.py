@@ -352,6 +352,24 @@ def run_atif(request: Request, run_id: str) -> Response:
         "Content-Disposition": f'attachment; filename="run-{run.id}.atif.json"'})
 
 
+@router.get("/dashboard/runs/{run_id}/events.jsonl")
+def run_events_jsonl(request: Request, run_id: str) -> Response:
+    """The run's stored events as JSON lines; model names blanked for a viewer who may not see them."""
+    state = service(request)
+    with state.sessions() as session:
+        user = _gate(request, session)
+        if isinstance(user, Response):
+            return user
+        run = session.get(Run, run_id[:32])
+        if run is None:
+            return Response("No such run.", status_code=404)
+        hidden = _run_mask(session, user, run.batch_id) is not None
+        rows = session.scalars(select(EventRow).where(EventRow.run_id == run.id).order_by(EventRow.seq))
+        body = "".join(f"{line}\n" for line in exports.event_lines(rows, hide_models=hidden))
+    return Response(body, media_type="application/x-ndjson", headers={
+        "Content-Disposition": f'attachment; filename="run-{run.id}.events.jsonl"'})
+
+
 @router.get("/dashboard/export.{fmt}")
 def export_runs(request: Request, fmt: str, batch: str = "", family: str = "", condition: str = "") -> Response:
     """The runs the dashboard's filters select, one row each, as CSV, JSONL or Parquet

@@ -47,6 +47,69 @@ def runs(
     err.print(f"wrote {count} run(s) to {out} ({chosen})")
 
 
+def _table(out: Path, fmt: str | None, batch: list[str] | None, what: str) -> None:
+    try:
+        chosen = exports.format_of(out, fmt)
+    except ValueError as exc:
+        err.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2) from exc
+    settings = Settings.from_env()
+    with session_factory(settings.effective_database_url)() as session:
+        unknown = [b for b in batch or [] if session.get(Batch, b) is None]
+        if unknown:
+            err.print(f"[red]error:[/red] no batch {', '.join(unknown)} (see `integritylab report`)")
+            raise typer.Exit(2)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        if what == "judgements":
+            count = exports.export(exports.judgement_rows(session, batch or []), out, chosen, exports.JUDGEMENT_COLUMNS)
+        else:
+            count = exports.export(exports.label_rows(session, batch or []), out, chosen, exports.LABEL_COLUMNS)
+    err.print(f"wrote {count} {what[:-1]}(s) to {out} ({chosen})")
+
+
+@app.command("judgements")
+def judgements(
+    out: Annotated[Path, typer.Option("--out", "-o", help="file to write (.csv, .jsonl or .parquet)")],
+    batch: Annotated[list[str] | None, typer.Argument(help="batch id(s) (default: every batch)")] = None,
+    fmt: Annotated[str | None, typer.Option("--format", help="csv | jsonl | parquet (default: from --out)")] = None,
+) -> None:
+    """One row per judgement (current and superseded): judge, version, verdict, confidence, the detectors
+    that found violations, the rationale."""
+    _table(out, fmt, batch, "judgements")
+
+
+@app.command("labels")
+def labels(
+    out: Annotated[Path, typer.Option("--out", "-o", help="file to write (.csv, .jsonl or .parquet)")],
+    batch: Annotated[list[str] | None, typer.Argument(help="batch id(s) (default: every batch)")] = None,
+    fmt: Annotated[str | None, typer.Option("--format", help="csv | jsonl | parquet (default: from --out)")] = None,
+) -> None:
+    """One row per human label: annotator, label, note, checklist answers (JSON), times."""
+    _table(out, fmt, batch, "labels")
+
+
+@app.command("events")
+def events(
+    run: Annotated[str, typer.Argument(help="run id")],
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="file to write (default: stdout)")] = None,
+) -> None:
+    """The run's stored events as JSON lines (seq, kind, step, ts, payload), as the recorder wrote them."""
+    settings = Settings.from_env()
+    with session_factory(settings.effective_database_url)() as session:
+        if session.get(Run, run) is None:
+            err.print(f"[red]error:[/red] no run {run}")
+            raise typer.Exit(2)
+        rows = session.scalars(select(EventRow).where(EventRow.run_id == run).order_by(EventRow.seq))
+        lines = list(exports.event_lines(rows))
+    if out is None:
+        for line in lines:
+            typer.echo(line)
+    else:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
+        err.print(f"wrote {len(lines)} event(s) to {out}")
+
+
 @app.command("atif")
 def atif(
     run: Annotated[str, typer.Argument(help="run id")],
