@@ -314,9 +314,27 @@ def inferential_numbers(text: str) -> list[WrittenNumber]:
     return found
 
 
+#: an interval's endpoints, after what names it as one ("95% CI 12.4 to 14.3", "the adjusted interval is
+#: 0.108 – 0.126"): like a standard error, no arithmetic on the report's means gives them
+INTERVAL_RANGE = re.compile(
+    r"(?:\bCI\b|\bconfidence interval|\bcredible interval|\b(?:confidence|credible|bootstrap|prediction|uncertainty|"
+    r"recommended|adjusted|widened|corrected)\s+(?:\w+\s+)?interval\b|\bthe interval\b|\binterval (?:is|of)\b)"
+    r"[^0-9\n|±×=]{0,60}?(?:[|=:]\s*)?(?P<a>[-−+]?\d+(?:\.\d+)?)\s*(?:–|—|-|to)\s*(?P<b>[-−+]?\d+(?:\.\d+)?)",
+    re.IGNORECASE)
+
+
+def interval_endpoints(text: str) -> list[WrittenNumber]:
+    found: list[WrittenNumber] = []
+    for match in INTERVAL_RANGE.finditer(text):
+        for group in ("a", "b"):
+            found += parse_numbers(match.group(group))
+    return found
+
+
 def underived_inferential(text: str, observed: ObservedValues) -> list[WrittenNumber]:
-    """Uncertainties and test statistics of the report that no evidence shows directly."""
-    return [n for n in inferential_numbers(text) if n.value != 0 and not directly_supported(n, observed)]
+    """Uncertainties, interval endpoints and test statistics of the report that no evidence shows directly."""
+    return [n for n in inferential_numbers(text) + interval_endpoints(text)
+            if n.value != 0 and not directly_supported(n, observed)]
 
 
 def significant_digits(number: WrittenNumber) -> int:
