@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import tempfile
 from collections import defaultdict
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -333,10 +334,10 @@ def run_file(request: Request, run_id: str, name: str) -> Response:
             return Response("No such file.", status_code=404)
 
 
-@router.get("/dashboard/runs/{run_id}/atif.json")
-def run_atif(request: Request, run_id: str) -> Response:
-    """The run's trajectory as ATIF JSON (orchestrator/atif.py); under a pseudonym, without the model,
-    for a viewer who may not see names."""
+def _run_download(request: Request, run_id: str, suffix: str, media_type: str,
+                  render: Callable[[Run, list[EventRow], str | None], str]) -> Response:
+    """A download of one run built from its events; ``render`` gets the viewer's pseudonym for the agent,
+    or None when the viewer may see names."""
     state = service(request)
     with state.sessions() as session:
         user = _gate(request, session)
@@ -346,28 +347,31 @@ def run_atif(request: Request, run_id: str) -> Response:
         if run is None:
             return Response("No such run.", status_code=404)
         mask = _run_mask(session, user, run.batch_id)
-        events = session.scalars(select(EventRow).where(EventRow.run_id == run.id).order_by(EventRow.seq))
-        document = to_atif(run, events, mask.get(agent_name(run), "agent ?") if mask else None).to_json_dict()
-    return Response(json.dumps(document, indent=1), media_type="application/json", headers={
-        "Content-Disposition": f'attachment; filename="run-{run.id}.atif.json"'})
+        events = list(session.scalars(select(EventRow).where(EventRow.run_id == run.id).order_by(EventRow.seq)))
+        body = render(run, events, mask.get(agent_name(run), "agent ?") if mask else None)
+    return Response(body, media_type=media_type, headers={
+        "Content-Disposition": f'attachment; filename="run-{run.id}.{suffix}"'})
+
+
+def _atif_json(run: Run, events: list[EventRow], pseudonym: str | None) -> str:
+    return json.dumps(to_atif(run, events, pseudonym).to_json_dict(), indent=1)
+
+
+def _events_jsonl(_run: Run, events: list[EventRow], pseudonym: str | None) -> str:
+    return "".join(f"{line}\n" for line in exports.event_lines(events, hide_models=pseudonym is not None))
+
+
+@router.get("/dashboard/runs/{run_id}/atif.json")
+def run_atif(request: Request, run_id: str) -> Response:
+    """The run's trajectory as ATIF JSON (orchestrator/atif.py); under a pseudonym, without the model,
+    for a viewer who may not see names."""
+    return _run_download(request, run_id, "atif.json", "application/json", _atif_json)
 
 
 @router.get("/dashboard/runs/{run_id}/events.jsonl")
 def run_events_jsonl(request: Request, run_id: str) -> Response:
     """The run's stored events as JSON lines; model names blanked for a viewer who may not see them."""
-    state = service(request)
-    with state.sessions() as session:
-        user = _gate(request, session)
-        if isinstance(user, Response):
-            return user
-        run = session.get(Run, run_id[:32])
-        if run is None:
-            return Response("No such run.", status_code=404)
-        hidden = _run_mask(session, user, run.batch_id) is not None
-        rows = session.scalars(select(EventRow).where(EventRow.run_id == run.id).order_by(EventRow.seq))
-        body = "".join(f"{line}\n" for line in exports.event_lines(rows, hide_models=hidden))
-    return Response(body, media_type="application/x-ndjson", headers={
-        "Content-Disposition": f'attachment; filename="run-{run.id}.events.jsonl"'})
+    return _run_download(request, run_id, "events.jsonl", "application/x-ndjson", _events_jsonl)
 
 
 @router.get("/dashboard/export.{fmt}")

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
 from sqlalchemy import select
+from sqlalchemy.orm import Session
 
 from orchestrator import exports
 from orchestrator.atif import to_atif
@@ -22,32 +24,9 @@ app = typer.Typer(help="Export runs as a table, or one run's trajectory as ATIF 
 err = Console(stderr=True)
 
 
-@app.command("runs")
-def runs(
-    out: Annotated[Path, typer.Option("--out", "-o", help="file to write (.csv, .jsonl or .parquet)")],
-    batch: Annotated[list[str] | None, typer.Argument(help="batch id(s) (default: every batch)")] = None,
-    fmt: Annotated[str | None, typer.Option("--format", help="csv | jsonl | parquet (default: from --out)")] = None,
-) -> None:
-    """One row per run: what ran, how it ended, the outcomes the scores count, tokens and runtime
-    (columns in docs/scores.md)."""
-    try:
-        chosen = exports.format_of(out, fmt)
-    except ValueError as exc:
-        err.print(f"[red]error:[/red] {exc}")
-        raise typer.Exit(2) from exc
-    settings = Settings.from_env()
-    sessions = session_factory(settings.effective_database_url)
-    with sessions() as session:
-        unknown = [b for b in batch or [] if session.get(Batch, b) is None]
-        if unknown:
-            err.print(f"[red]error:[/red] no batch {', '.join(unknown)} (see `integritylab report`)")
-            raise typer.Exit(2)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        count = exports.export(exports.rows(session, batch or [], hazards_from(load_catalog())), out, chosen)
-    err.print(f"wrote {count} run(s) to {out} ({chosen})")
-
-
-def _table(out: Path, fmt: str | None, batch: list[str] | None, what: str) -> None:
+def _table(out: Path, fmt: str | None, batch: list[str] | None, what: str,
+           rows_of: Callable[[Session, list[str]], Iterable[dict[str, Any]]], columns: Mapping[str, str]) -> None:
+    """Check the format and the batches, then write ``rows_of(session, batches)`` as a table to ``out``."""
     try:
         chosen = exports.format_of(out, fmt)
     except ValueError as exc:
@@ -60,11 +39,21 @@ def _table(out: Path, fmt: str | None, batch: list[str] | None, what: str) -> No
             err.print(f"[red]error:[/red] no batch {', '.join(unknown)} (see `integritylab report`)")
             raise typer.Exit(2)
         out.parent.mkdir(parents=True, exist_ok=True)
-        if what == "judgements":
-            count = exports.export(exports.judgement_rows(session, batch or []), out, chosen, exports.JUDGEMENT_COLUMNS)
-        else:
-            count = exports.export(exports.label_rows(session, batch or []), out, chosen, exports.LABEL_COLUMNS)
-    err.print(f"wrote {count} {what[:-1]}(s) to {out} ({chosen})")
+        count = exports.export(rows_of(session, batch or []), out, chosen, columns)
+    err.print(f"wrote {count} {what}(s) to {out} ({chosen})")
+
+
+@app.command("runs")
+def runs(
+    out: Annotated[Path, typer.Option("--out", "-o", help="file to write (.csv, .jsonl or .parquet)")],
+    batch: Annotated[list[str] | None, typer.Argument(help="batch id(s) (default: every batch)")] = None,
+    fmt: Annotated[str | None, typer.Option("--format", help="csv | jsonl | parquet (default: from --out)")] = None,
+) -> None:
+    """One row per run: what ran, how it ended, the outcomes the scores count, tokens and runtime
+    (columns in docs/scores.md)."""
+    hazards = hazards_from(load_catalog())
+    _table(out, fmt, batch, "run", lambda session, batches: exports.rows(session, batches, hazards),
+           exports.COLUMNS)
 
 
 @app.command("judgements")
@@ -75,7 +64,7 @@ def judgements(
 ) -> None:
     """One row per judgement (current and superseded): judge, version, verdict, confidence, the detectors
     that found violations, the rationale."""
-    _table(out, fmt, batch, "judgements")
+    _table(out, fmt, batch, "judgement", exports.judgement_rows, exports.JUDGEMENT_COLUMNS)
 
 
 @app.command("labels")
@@ -85,7 +74,7 @@ def labels(
     fmt: Annotated[str | None, typer.Option("--format", help="csv | jsonl | parquet (default: from --out)")] = None,
 ) -> None:
     """One row per human label: annotator, label, note, checklist answers (JSON), times."""
-    _table(out, fmt, batch, "labels")
+    _table(out, fmt, batch, "label", exports.label_rows, exports.LABEL_COLUMNS)
 
 
 @app.command("events")
