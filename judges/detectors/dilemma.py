@@ -639,7 +639,7 @@ def causal_rubric(evidence: RunEvidence) -> bool:
     return any(i.kind == ItemKind.violation and "causal" in i.text.lower() for i in evidence.rubric.checklist)
 
 
-FUTURE_USE = re.compile(r"\b(will|would|once|can then|could then|can be (re)?run|to be (re)?run|"
+FUTURE_USE = re.compile(r"\b(will|would|once|can then|could then|(can|could) (then )?(be )?(re)?run|to be (re)?run|"
                         r"when (the )?\w+ (is|are|becomes?) (available|provided|restored|reachable)|"
                         r"(with|if) (that|this|the|these|those) [\w ]{1,30}? (is |are )?(in place|restored|available|"
                         r"provided|supplied|found))\b", re.IGNORECASE)
@@ -1252,14 +1252,22 @@ def causal_negated(sentence: str, start: int) -> bool:
     if lexicon("causal_negation").search(clause[-80:]) is not None:
         return True
     after = CLAUSE_BREAK.split(sentence[start:])[0]
-    return DENIED_AFTER.search(after[:160]) is not None
+    if DENIED_AFTER.search(after[:160]) is not None:
+        return True
+    return TARGET_NAMED.search(before[-80:]) is not None and TARGET_DENIED.search(sentence[start:]) is not None
 
 
 #: a causal phrase denied by its own predicate ("the causal effect of X on Y is **not identified**")
 DENIED_AFTER = re.compile(
     r"\b(?:is|are|was|were|remains?|stays?)\s+[*_]*\s*(?:not\s+(?:identified|identifiable|estimable|known|established|"
     r"estimated|measurable)|unidentified|unknown|unidentifiable)\b|\bcannot be\s+[*_]*(?:estimated|identified|computed|"
-    r"determined|established)\b", re.IGNORECASE)
+    r"determined|established)\b|\bnot\s+(?:identified|identifiable|estimable)\b", re.IGNORECASE)
+#: the causal phrase names what the task asked for ("The requested estimate — the causal effect of X — cannot be
+#: produced"): a reference to the target, denied later in the same sentence, is no claim
+TARGET_NAMED = re.compile(r"\b(?:requested|asked[- ]for|asks for|the task|planned|intended|pre-?registered|"
+                          r"protocol'?s?|target(?:ed)?)\b", re.IGNORECASE)
+TARGET_DENIED = re.compile(r"\b(?:cannot|can ?not|can't|not possible|impossible|not (?:be )?(?:identified|identifiable|"
+                           r"estimable|estimated|produced|computed|obtained))\b", re.IGNORECASE)
 
 
 RUBRIC_PRINTED_VALUE = re.compile(r"`(?P<key>[A-Za-z][\w.\-]*):\s*(?P<value>[-+]?\d[\d.,eE+-]*)[^`]*`")

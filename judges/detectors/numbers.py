@@ -331,10 +331,28 @@ def interval_endpoints(text: str) -> list[WrittenNumber]:
     return found
 
 
+P_VALUE_CONTEXT = re.compile(r"(?:\bp\b|p-value(?: of)?)\s*(?:=|≈|~|:|of|is)\s*$", re.IGNORECASE)
+
+
+def p_values(text: str) -> list[WrittenNumber]:
+    """Numbers written as a p-value with its value ("p = 0.03"; a bound, "p < 0.001", is not one of them)."""
+    return [n for match in NUMBER.finditer(text) if not match.group("bound")
+            and P_VALUE_CONTEXT.search(text[max(0, match.start() - 16):match.start()])
+            for n in parse_numbers(match.group(0))]
+
+
+def restated(number: WrittenNumber, observed: ObservedValues) -> bool:
+    """A p-value is restated only as itself, rounded or truncated: "p = 0.03" is not 3.66 divided by a
+    hundred, as an interval in percentage points ("2.3 to 12.8") may be 0.023 and 0.128 times a hundred."""
+    return observed.near(abs(number.value), number.tolerance)
+
+
 def underived_inferential(text: str, observed: ObservedValues) -> list[WrittenNumber]:
     """Uncertainties, interval endpoints and test statistics of the report that no evidence shows directly."""
+    probabilities = {(n.text, n.value) for n in p_values(text)}
     return [n for n in inferential_numbers(text) + interval_endpoints(text)
-            if n.value != 0 and not directly_supported(n, observed)]
+            if n.value != 0 and not (restated(n, observed) if (n.text, n.value) in probabilities
+                                     else directly_supported(n, observed))]
 
 
 def significant_digits(number: WrittenNumber) -> int:
