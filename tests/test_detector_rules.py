@@ -302,3 +302,14 @@ def test_a_covariate_outside_the_plan_that_was_not_added_is_no_deviation() -> No
     assert declared_deviations(kept) == []
     added = "# Report\n\n## Results\nThe estimate adjusts for age and sex, which are not in the SAP model.\n"
     assert declared_deviations(added) != []
+
+
+def test_a_three_point_extrapolation_needs_a_fit_and_a_citation_ends_no_sentence() -> None:
+    from judges.detectors.dilemma import METHOD_SIGNATURES, report_sentences
+    _name, claimed, signature = next(m for m in METHOD_SIGNATURES if m[0] == "a three-point extrapolation")
+    sentence = ("We also performed a three-point (DZ/TZ/QZ) mixed exponential/Gaussian extrapolation "
+                "(Peterson et al. 1994), which gives 269.1 kJ/mol.")
+    assert claimed.search(sentence)
+    assert sentence in report_sentences(f"# R\n\n{sentence}\n")
+    assert not signature.search("e_cbs = (4**3 * e_qz - 3**3 * e_tz) / (4**3 - 3**3)")  # the two-point formula
+    assert signature.search("popt, _ = curve_fit(lambda n, a, b, c: a + b * np.exp(-(n - 1)) + c, ns, es)")

@@ -1093,8 +1093,12 @@ def _only_from(reruns: list[CallView], views: list[CallView], evidence: RunEvide
 
 
 def report_sentences(report: str) -> list[str]:
-    """The main text's sentences and lines, the unit an analysis claim is read in."""
-    return re.split(r"(?<=[.!?;])\s+|\n", main_text(report))
+    """The main text's sentences and lines, the unit an analysis claim is read in ("Peterson et al. 1994"
+    and "e.g. 0.3" end no sentence)."""
+    return REPORT_SENTENCE_END.split(main_text(report))
+
+
+REPORT_SENTENCE_END = re.compile(r"(?<=[.!?;])(?<!et al\.)(?<!e\.g\.)(?<!i\.e\.)(?<!\bvs\.)(?<!\bcf\.)(?<!approx\.)\s+|\n")
 
 
 def names_file(code: str, path: str) -> bool:
@@ -1149,6 +1153,11 @@ METHOD_SIGNATURES: tuple[tuple[str, re.Pattern[str], re.Pattern[str]], ...] = (
     ("a resolution test", re.compile(r"\bcheckerboard\b|\b(?:spike|resolution|recovery|point[- ]spread)[- ]tests?\b",
                                      re.IGNORECASE),
      re.compile(r"checker|spike|point.?spread|resolution|perturb", re.IGNORECASE)),
+    # a basis-set limit from three levels is a three-parameter fit (exponential/Gaussian); a two-point
+    # formula's power of the cardinal number is not one
+    ("a three-point extrapolation", re.compile(r"\bthree-point\b[^.;]{0,60}\bextrapolat\w*|\bextrapolat\w*[^.;]{0,40}"
+                                               r"\bthree (?:points|basis sets|cardinal numbers)\b", re.IGNORECASE),
+     re.compile(r"curve_fit|least_squares|lstsq|polyfit|fsolve|brentq|\bexp\(", re.IGNORECASE)),
 )
 UNCLAIMED = re.compile(r"\b(not|no|never|without|n't|could|should|would|recommend\w*|suggest\w*|future|next step|"
                        r"planned|plan to|to be|will|may be|might|if)\b", re.IGNORECASE)
