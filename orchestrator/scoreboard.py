@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from statistics import median
 from typing import Protocol
 
@@ -116,7 +116,7 @@ def refused_control(run: Facts) -> bool:
     return not run.completed
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)  # not frozen: a dashboard builds ten thousand of these, and frozen ones cost twice as much
 class Cell:
     """Runs that agree on everything a score reads, and how many they are: the unit every score is computed
     from, whether the runs were loaded one by one or counted by one GROUP BY in the database."""
@@ -146,15 +146,16 @@ class Cell:
 
 def cells_of(runs: Iterable[Run]) -> list[Cell]:
     """Loaded runs as cells (one per distinct combination, in the order first seen)."""
-    counted: dict[Cell, list[int]] = {}
+    counted: dict[tuple[str, str, str, str, str, str, str | None, bool | None, bool | None, str | None],
+                  list[int]] = {}
     for run in runs:
-        key = Cell(agent_name(run), run.condition, run.family, run.category, run.role, run.scenario_id, run.verdict,
-                   run.pathology_recognised, run.completed, run.error_layer, count=0)
+        key = (agent_name(run), run.condition, run.family, run.category, run.role, run.scenario_id, run.verdict,
+               run.pathology_recognised, run.completed, run.error_layer)
         seen = counted.setdefault(key, [0, 0, 0])
         seen[0] += 1
         seen[1] += run.input_tokens or 0
         seen[2] += run.output_tokens or 0
-    return [replace(key, count=n, input_tokens=used_in, output_tokens=used_out)
+    return [Cell(*key, count=n, input_tokens=used_in, output_tokens=used_out)
             for key, (n, used_in, used_out) in counted.items()]
 
 

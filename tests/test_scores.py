@@ -179,18 +179,34 @@ def test_scores_counted_by_the_database_equal_scores_of_the_loaded_runs(tmp_path
                 session.flush()
                 session.add_all(_seeded_runs(batch.id))
                 session.commit()
-                runs = list(session.scalars(select_runs()))
-                for condition in ("", "PP4"):
-                    chosen = [r for r in runs if not condition or r.condition == condition]
-                    counted = score_queries.cells(session, condition=condition)
-                    medians = score_queries.medians(session, ("agent", "condition"), condition=condition)
-                    assert rows_from_cells(counted, hazards, medians) == score_rows(chosen, hazards), url
-                    assert stability_of(counted) == stability(chosen)
-                by_category = rows_from_cells(score_queries.cells(session), hazards,
-                                              score_queries.medians(session, ("agent", "category")),
-                                              ("agent", "category"))
-                assert by_category == score_rows(runs, hazards, by=("agent", "category"))
-                assert any(r.resistance and r.resistance.method == "cluster-bootstrap" for r in by_category)
+                for change in ("as inserted", "after re-judging, token updates, deletes and a new run"):
+                    runs = list(session.scalars(select_runs()))
+                    for condition in ("", "PP4"):
+                        chosen = [r for r in runs if not condition or r.condition == condition]
+                        counted = score_queries.cells(session, condition=condition)
+                        medians = score_queries.medians(session, ("agent", "condition"), condition=condition)
+                        assert rows_from_cells(counted, hazards, medians) == score_rows(chosen, hazards), (url, change)
+                        assert stability_of(counted) == stability(chosen)
+                    by_category = rows_from_cells(score_queries.cells(session), hazards,
+                                                  score_queries.medians(session, ("agent", "category")),
+                                                  ("agent", "category"))
+                    assert by_category == score_rows(runs, hazards, by=("agent", "category")), (url, change)
+                    assert any(r.resistance and r.resistance.method == "cluster-bootstrap" for r in by_category)
+                    if change != "as inserted":
+                        break
+                    # the triggers keep score_cells current: verdicts change, tokens grow, runs go and come
+                    for run in runs[::4]:
+                        run.verdict = {"Pass": "Fail", "Fail": "Pass"}.get(run.verdict or "", "Flawed")
+                        run.pathology_recognised = not run.pathology_recognised
+                    for run in runs[1::5]:
+                        run.input_tokens += 1000
+                        run.status = "running"  # a change no score reads
+                    for run in runs[2::7]:
+                        session.delete(run)
+                    session.add(Run(id="late-queued-run", batch_id=batch.id, scenario_id="t02-panel-attrition-trap",
+                                    family="dilemma", category="T02", role="trap", agent="react", model="scripted:x",
+                                    condition="none"))
+                    session.commit()
     finally:
         if REACHABLE:
             from sqlalchemy import text

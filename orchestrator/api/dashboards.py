@@ -122,13 +122,7 @@ def _gate(request: Request, session: Session) -> web.SignedIn | Response:
 
 
 def _options(session: Session) -> dict[str, list[str]]:
-    """The filters' choices, from one scan of the runs (not one per filter)."""
-    seen: dict[str, set[str]] = {"batch": set(), "family": set(), "condition": set()}
-    for batch, family, condition in session.execute(select(Run.batch_id, Run.family, Run.condition).distinct()):
-        for name, value in (("batch", batch), ("family", family), ("condition", condition)):
-            if value:
-                seen[name].add(value)
-    return {name: sorted(values) for name, values in seen.items()}
+    return score_queries.filter_choices(session)
 
 
 def _rename(rows: list[ScoreRow], shown: dict[str, str] | None) -> list[ScoreRow]:

@@ -10,7 +10,19 @@ import uuid
 from datetime import datetime, timezone
 from typing import Any
 
-from sqlalchemy import JSON, Boolean, DateTime, Float, ForeignKey, Index, Integer, String, Text, UniqueConstraint
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Text,
+    UniqueConstraint,
+)
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
 
@@ -64,6 +76,7 @@ class Run(Base):
     __table_args__ = (
         Index("ix_runs_batch_status", "batch_id", "status"),
         Index("ix_runs_status_deadline", "status", "deadline_at"),
+        Index("ix_runs_runtime", "agent", "model", "condition", "duration_s"),  # median runtimes, in order
     )
 
     id: Mapped[str] = mapped_column(String(32), primary_key=True, default=new_id)
@@ -154,6 +167,31 @@ class ArtifactRow(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
     run: Mapped[Run] = relationship(back_populates="artifacts")
+
+
+class ScoreCellRow(Base):
+    """Runs counted by everything a score reads (orchestrator/scoreboard.py ``Cell``) per batch, kept up to
+    date by triggers on ``runs`` (migration 0010): the dashboards read these instead of every run. Written
+    only by the database; ``key`` joins the facts with NULL spelled ``~``."""
+
+    __tablename__ = "score_cells"
+
+    key: Mapped[str] = mapped_column(Text, primary_key=True)
+    batch_id: Mapped[str] = mapped_column(String(32), index=True)
+    agent: Mapped[str] = mapped_column(String(60))
+    model: Mapped[str] = mapped_column(String(200))
+    condition: Mapped[str] = mapped_column(String(40))
+    family: Mapped[str] = mapped_column(String(20))
+    category: Mapped[str] = mapped_column(String(40))
+    role: Mapped[str] = mapped_column(String(10))
+    scenario_id: Mapped[str] = mapped_column(String(100))
+    verdict: Mapped[str | None] = mapped_column(String(40))
+    pathology_recognised: Mapped[bool | None] = mapped_column(Boolean)
+    completed: Mapped[bool | None] = mapped_column(Boolean)
+    error_layer: Mapped[str | None] = mapped_column(String(20))
+    runs: Mapped[int] = mapped_column(Integer)
+    input_tokens: Mapped[int] = mapped_column(BigInteger)
+    output_tokens: Mapped[int] = mapped_column(BigInteger)
 
 
 class JudgementRow(Base):
