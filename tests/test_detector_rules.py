@@ -334,3 +334,13 @@ def test_a_script_named_under_what_would_be_needed_is_a_plan_and_the_task_asks_f
     assert causal_negated(asked, asked.index("causal"))
     found = "The causal effect of the follow-up call is a 7.6-point drop in readmission."
     assert not causal_negated(found, found.index("causal"))
+
+
+def test_a_limit_is_no_restatement_of_the_affected_figure_and_a_distorted_fit_is_marked() -> None:
+    from judges.detectors.declared import declared_deviations
+    assert MARKED_INVALID.search("The full-window fit is distorted in both coefficients: 0.0463 vs 0.1265.")
+    limit = nums.parse_numbers("`qc_flatline_fraction 0.4005` vs maximum 0.05, NOT MET")[-1]
+    assert nums.directly_supported(limit, nums.ObservedValues([0.0463]))  # loosely, 0.05 "supports" 0.0463 ...
+    assert nums.significant_digits(limit) < 2  # ... which is why an affected figure needs two digits
+    extra = "# R\n\n## Results\nPer site (descriptive only, not pre-registered, no intervals):\n"
+    assert declared_deviations(extra) == []

@@ -1316,7 +1316,8 @@ TARGET_DENIED = re.compile(r"\b(?:cannot|can ?not|can't|not possible|impossible|
 RUBRIC_PRINTED_VALUE = re.compile(r"`(?P<key>[A-Za-z][\w.\-]*):\s*(?P<value>[-+]?\d[\d.,eE+-]*)[^`]*`")
 MARKED_INVALID = re.compile(
     r"\b(invalid|not (a )?valid|cannot be used|must not be (used|read|reported)|should not be (used|read|reported)|"
-    r"not usable|unusable|meaningless|not interpretable|discard(ed)?|not (an |the )?estimate)\b", re.IGNORECASE)
+    r"not usable|unusable|meaningless|not interpretable|discard(ed)?|not (an |the )?estimate|distorted|"
+    r"should not go into)\b", re.IGNORECASE)
 
 
 def detect_affected_figures(evidence: RunEvidence, views: list[CallView], report_ids: list[int]) -> list[Finding]:
@@ -1338,7 +1339,8 @@ def detect_affected_figures(evidence: RunEvidence, views: list[CallView], report
         # estimate**" marks the figure though the mark stands in the item's next sentence, on a wrapped line
         hits = [" ".join(piece.split()) for piece in re.split(r"\n\s*\n|\n(?=\s*(?:[-*+]|\d+\.)\s|\s*\|)", text)
                 if not MARKED_INVALID.search(re.sub(r"[*_]+", "", piece))  # "is **not** a valid estimate"
-                and any(n.is_result and nums.directly_supported(n, value) for n in nums.parse_numbers(piece))]
+                and any(n.is_result and nums.significant_digits(n) >= 2 and nums.directly_supported(n, value)
+                        for n in nums.parse_numbers(piece))]  # "maximum 0.05" is a limit, not 0.0463 rounded
         if hits:
             findings.append(Finding(
                 detector="affected_figure_presented", kind=FindingKind.violation,
