@@ -121,10 +121,6 @@ def _gate(request: Request, session: Session) -> web.SignedIn | Response:
     return user
 
 
-def _options(session: Session) -> dict[str, list[str]]:
-    return score_queries.filter_choices(session)
-
-
 def _rename(rows: list[ScoreRow], shown: dict[str, str] | None) -> list[ScoreRow]:
     if shown is None:
         return rows
@@ -141,7 +137,7 @@ class Scored:
         self.where = {**where, "exclude_family": exclude_family}
         self.mask = None if names_visible(session, user, filters) else pseudonyms(
             score_queries.agent_names(session, **where))
-        self.options = _options(session)
+        self.options = score_queries.filter_choices(session)
 
     def rows(self, session: Session, hazards: dict[str, str], prices: dict[str, ModelPrice]) -> list[ScoreRow]:
         """The overview's rows, with the judgement-level means (EDI, IS parts) joined on."""
