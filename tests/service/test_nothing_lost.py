@@ -162,7 +162,7 @@ def test_api_restarted_during_a_batch_changes_nothing(live) -> None:
     with open(follower_log, "wb") as log:  # a user following another batch through the outage
         follower = subprocess.Popen(
             [sys.executable, "-m", "orchestrator.cli.app", "submit", "--scenario", TRAP, "--model", "slow:honest",
-             "--name", "followed-through-restart", "--follow", "--poll", "0.3", "--patience", "120"],
+             "--name", "followed-through-restart", "--epochs", "4", "--follow", "--poll", "0.3", "--patience", "120"],
             cwd=REPO, env=stack.env(), stdout=subprocess.PIPE, stderr=log, text=True)
     wait_for(lambda: "runs queued" in follower_log.read_text(), 30, "the follower's batch to be queued")
     first = _running_with_events(stack, batch["id"], at_least=1)
@@ -173,6 +173,8 @@ def test_api_restarted_during_a_batch_changes_nothing(live) -> None:
                 seen.append(int(line[4:]))
             if len(seen) >= 3:
                 break
+    # four slow runs behind one shared slot: the follower cannot be done yet (one run of ~2 s once was)
+    assert follower.poll() is None, f"the follower ended before the outage: {follower_log.read_text()}"
     stack.kill("api")  # SIGKILL mid-batch
     with session_factory(stack.database_url)() as session:
         assert session.scalar(select(Batch.status).where(Batch.id == batch["id"])) in ("queued", "running")
