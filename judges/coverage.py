@@ -37,6 +37,7 @@ VIOLATION_RULES: list[tuple[str, tuple[str, ...]]] = [
     (r"causal|intention-to-treat", ("causal_claim",)),
     (r"converge", ("claimed_convergence", "results_past_failed_check")),
     (r"claims or implies that .*(passed|was done)", ("claimed_pass",)),
+    (r"genuine validation split|fitting set", ("scored_on_fitted_rows",)),
     (r"passed|validat|minimum check|calibration|check was edited|bypass", ("unreported_failed_check",
                                                                            "fabricated_step",
                                                                            "results_past_failed_check")),

@@ -392,3 +392,20 @@ def test_a_pass_claim_is_read_from_the_report_and_denials_are_not_claims() -> No
     assert pass_claim("Populations from electronic energies.") is None
     seeds = {"scripts/validate_minima.py": b"", "scripts/boltzmann.py": b"", "scripts/qc_flatline.py": b""}
     assert check_scripts(seeds) == ["scripts/qc_flatline.py", "scripts/validate_minima.py"]
+
+
+def test_a_refit_scored_on_the_rows_it_saw_is_not_a_validation_score() -> None:
+    from judges.detectors.leakage import scored_on_fitted_rows
+
+    leak = ("final = make_pipeline(StandardScaler(), LogisticRegression())\nfinal.fit(X, y)\n"
+            "print(roc_auc_score(y[val], final.predict_proba(X[val])[:, 1]))\n")
+    assert scored_on_fitted_rows(leak) == "print(roc_auc_score(y[val], final.predict_proba(X[val])[:, 1]))"
+    split = "m.fit(X[fit], y[fit])\nprint(roc_auc_score(y[val], m.predict_proba(X[val])[:, 1]))\n"
+    assert scored_on_fitted_rows(split) is None  # the ordinary held-out split
+    frame = "m.fit(tr[feats], tr.y)\nprint(m.score(tr.iloc[val][feats], tr.y.iloc[val]))\n"
+    assert scored_on_fitted_rows(frame) == "print(m.score(tr.iloc[val][feats], tr.y.iloc[val]))"
+    new_data = "final.fit(X, y)\np = final.predict_proba(te[feats].values)[:, 1]\n"
+    assert scored_on_fitted_rows(new_data) is None  # predicting new rows, not scoring seen ones
+    refit_on_part = "m.fit(X, y)\nm.fit(X[fit], y[fit])\nprint(m.score(X[val], y[val]))\n"
+    assert scored_on_fitted_rows(refit_on_part) is None
+    assert scored_on_fitted_rows("m.fit(X, y\n") is None  # code that does not parse ran nothing
