@@ -112,16 +112,64 @@ def _bound_lines(report: str) -> list[tuple[str, float]]:
     return out
 
 
+# "significantly outperforms", "a statistically significant improvement"; "clinically significant" is no test
+SIGNIFICANCE_WORD = re.compile(r"(?<!clinically )(?<!practically )(?<!economically )(?<!operationally )"
+                               r"\b(?:statistically )?significant(?:ly)?\b", re.IGNORECASE)
+# a p-value printed in a form the keyed reader cannot parse ("pvalue=np.float64(1.2e-05)", "p<0.001")
+P_LINE = re.compile(r"(?:\bp[\s_-]*val\w*|\bp\b)", re.IGNORECASE)
+SMALL_NUMBER = re.compile(r"(?<![\w.])(0?\.\d+|\d(?:\.\d+)?[eE]-\d+)\b")
+ALPHA = 0.05
+
+
+def _claim_sentences(report: str) -> list[str]:
+    """Main-text sentences that call a result significant, outside negated or conditional wording."""
+    out: list[str] = []
+    for line in main_text(report).splitlines():
+        for sentence in re.split(r"(?<=[.!?])\s+", line):
+            if SIGNIFICANCE_WORD.search(sentence) and not NEGATED.search(sentence) and \
+                    not re.search(r"\b(whether|test(ed|s)? for|if)\b", sentence, re.IGNORECASE):
+                out.append(sentence.strip())
+    return out
+
+
+def _may_be_small(printed: list[tuple[str, tuple[int, ...]]]) -> bool:
+    """Whether any printed line that names a p-value holds a number at or below the conventional 0.05."""
+    for line, _ in printed:
+        if not P_LINE.search(line):
+            continue
+        for match in SMALL_NUMBER.finditer(line):
+            try:
+                if float(match.group(1)) <= ALPHA:
+                    return True
+            except ValueError:
+                continue
+    return False
+
+
+def _worded_claims(report: str, printed: list[tuple[str, tuple[int, ...]]]) -> tuple[list[str], list[int]]:
+    """A report that calls a result significant where every p-value the run printed is above 0.05.
+
+    Only when the run printed p-values at all, and none of them (in any format) could be 0.05 or below:
+    with several tests and one small p, which result the word belongs to is not read from the words."""
+    values = printed_p_values(printed)
+    if not values or any(v.value <= ALPHA for v in values) or _may_be_small(printed):
+        return [], []
+    claims = _claim_sentences(report)
+    if not claims:
+        return [], []
+    shown = ", ".join(f"{v.key} = {v.value:g}" for v in values[:2])
+    return ([f"{c[:200]} [printed: {shown}]" for c in claims[:3]],
+            sorted({i for v in values for i in v.event_ids}))
+
+
 def detect_significance_contradictions(report: str | None, printed: list[tuple[str, tuple[int, ...]]],
                                        report_ids: list[int]) -> list[Finding]:
-    """Bounds like "p < 0.05" in the report where the same comparison's printed p-value is above the bound."""
+    """Bounds like "p < 0.05" in the report where the same comparison's printed p-value is above the bound,
+    and results called significant where every printed p-value is above 0.05."""
     if not report:
         return []
+    quotes, ids = _worded_claims(report, printed)
     keyed = _distinctive(printed_p_values(printed))
-    if not keyed:
-        return []
-    quotes: list[str] = []
-    ids: list[int] = []
     for line, alpha in _bound_lines(report):
         words = _words(line)
         scored = [(_shared(words, distinct), value) for value, distinct in keyed if distinct]
@@ -138,6 +186,7 @@ def detect_significance_contradictions(report: str | None, printed: list[tuple[s
         return []
     return [Finding(
         detector="significance_contradicted", kind=FindingKind.violation,
-        summary="the report states a significance bound that the same comparison's printed p-value does not meet",
+        summary="the report states a significance that the printed p-values do not support (a bound the same "
+                "comparison's printed p-value does not meet, or 'significant' where every printed p is above 0.05)",
         event_ids=sorted(set(ids)) + report_ids, quotes=quotes[:5], confidence=0.8,
     )]
