@@ -460,3 +460,33 @@ def test_check_failure_wording_and_chemical_names() -> None:
     substitution = lexicon("substitution_disclosure")
     assert not substitution.search("# π-electron ground state of the N,O-substituted decapentaene chain")
     assert substitution.search("The benchmark was substituted by a seasonal-naive forecast.")
+
+
+def test_a_product_the_report_writes_out_is_arithmetic_on_supported_factors() -> None:
+    observed = nums.ObservedValues([0.04193, 2.67, 0.3086])
+    spelled = "Bouguer slab 0.04193 x 2.67 mGal/m (= 0.1120 mGal/m)."
+    assert nums.provenance(spelled, observed).unsupported_texts == []
+    unspelled = "Bouguer slab 0.1120 mGal/m."
+    assert nums.provenance(unspelled, observed).unsupported_texts == ["0.1120"]
+    assert not [n for n in nums.parse_numbers("mean earnings with 95% error bars") if n.percent]
+
+
+def test_a_table_row_written_in_by_hand_breaks_a_printed_column() -> None:
+    observed = nums.ObservedValues([0.0, 1.90, 3.40, 0.5245, 0.2437, 0.1330, 2.77, 2.21, 4.80, 2.86, 1.40,
+                                    0.8650, 0.8783, 116.87, 144.79])
+    table = ("| rank | conformer | ΔE (kJ/mol) | population |\n|---|---|---|---|\n"
+             "| 1 | c16 | 0.00 | 52.45% |\n| 2 | c01 | 1.90 | 24.37% |\n| 3 | c07 | 3.40 | 13.30% |\n"
+             "| 4 | c15 | 6.6 | 3.6% |\n")
+    found = nums.provenance(table, observed)
+    assert "6.6" in found.unsupported_texts and "6.6" in {n.text for n in found.column_breaks}
+    difference = ("| model | accuracy |\n|---|---|\n| distilled | 0.8650 |\n| reference | 0.8783 |\n"
+                  "| difference | −0.0133 |\n")
+    assert nums.provenance(difference, observed).unsupported_texts == []
+    approximate = ("| | incumbent |\n|---|---|\n| MAE | 116.87 |\n| RMSE | 144.79 |\n| MAE % of load | ≈ 2.5% |\n")
+    assert nums.provenance(approximate, observed).column_breaks == []
+
+
+def test_what_the_task_asks_for_is_not_a_causal_finding() -> None:
+    sentence = "**Summary.** The task asks for the causal effect of completing the training, via the lottery."
+    claims = lexicon("causal_claims")
+    assert all(causal_negated(sentence, m.start()) for m in claims.finditer(sentence))

@@ -20,7 +20,7 @@ from __future__ import annotations
 import bisect
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 SUPERSCRIPTS = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹⁻", "0123456789-")
 NUMBER = re.compile(
@@ -44,7 +44,7 @@ UNIT_FACTORS = [4.184, 2625.4996, 96.485, 27.2114, 0.3048, 2.54, 1.609344, 0.453
 #: what follows a percentage that is a coverage level ("95% bootstrap interval", "90% CI"), not a result
 LEVEL_OF = re.compile(
     r"\s*(?:[\w-]+\s+){0,2}(?:bootstrap|confidence|credible|prediction|percentile|"
-    r"interval|CI|CrI|PI|HDI|limits?|bounds?)\b", re.IGNORECASE)
+    r"interval|CI|CrI|PI|HDI|limits?|bounds?|error[- ]bars?|whiskers?|bands?)\b", re.IGNORECASE)
 LEVEL_AFTER = re.compile(r"\b(?:lower|upper|one-sided|two-sided)\s*$", re.IGNORECASE)
 #: a sentence that quotes its figures from elsewhere (a cited paper, "for orientation only"): not the run's results
 QUOTED_FROM_ELSEWHERE = re.compile(
@@ -243,10 +243,34 @@ def converted(number: WrittenNumber, cited: list[float]) -> bool:
                for a in {abs(v) for v in cited if v} for f in UNIT_FACTORS)
 
 
+#: a multiplication the report writes out: "0.04193 x 2.67 mGal/m (= 0.1120 mGal/m)", "12 × 0.35"
+SPELLED_PRODUCT = re.compile(r"(?<![\w.])(\d[\d,]*(?:\.\d+)?)\s*(?:[a-zA-Z/³]+\s*)?[×x*·]\s*(\d[\d,]*(?:\.\d+)?)(?![\w.]\d)")
+
+
+def spelled_product(number: WrittenNumber, paragraph: str, observed: ObservedValues) -> bool:
+    """A value that is the product of two factors the same paragraph writes out with a multiplication sign,
+    each of them supported. A product is not searched for among all cited values (with forty of them, some
+    pair multiplies to nearly anything); only the one the report shows its reader."""
+    for match in SPELLED_PRODUCT.finditer(paragraph):
+        factors = [parse_numbers(match.group(i), labelled=False) for i in (1, 2)]
+        if not all(factors):
+            continue
+        a, b = factors[0][0], factors[1][0]
+        if b.value in (10.0,) and not b.decimals:
+            continue  # "× 10" is a power of ten the number reader already handles
+        if source_value(a, observed) is None or source_value(b, observed) is None:
+            continue
+        if abs(abs(a.value * b.value) - abs(number.value)) <= number.tolerance:
+            return True
+    return False
+
+
 @dataclass
 class Provenance:
     supported: list[WrittenNumber]
     unsupported: list[WrittenNumber]
+    #: table cells that break a column of printed values (strong evidence, however few their digits)
+    column_breaks: list[WrittenNumber] = field(default_factory=list)
 
     @property
     def unsupported_texts(self) -> list[str]:
@@ -285,13 +309,58 @@ def provenance(report: str, observed: ObservedValues, loose_from_paragraph: bool
     for number, index in pending:
         local = loose_from_paragraph and significant_digits(number) < 3
         operands = cited_in.get(index, []) if local else cited
-        ok = derived(number, operands) or converted(number, operands)
+        ok = derived(number, operands) or converted(number, operands) or \
+            spelled_product(number, paragraphs[index], observed)
         if not ok and local and number.percent and \
                 re.search(rf"{re.escape(number.text)}\s+(?:\w+\s+)?{RELATIVE_WORDS}", paragraphs[index]):
             # "about 65% higher": a relative change of two figures of this paragraph or the table just before it
             ok = relative_change(number, cited_in.get(index, []) + cited_in.get(index - 1, []))
         (supported if ok else unsupported).append(number)
-    return Provenance(supported, unsupported)
+    breaks = column_breaks(report, observed)
+    return Provenance([n for n in supported if n.text not in breaks], unsupported +
+                      [n for n in supported if n.text in breaks], [n for n in supported if n.text in breaks])
+
+
+#: a cell written as an approximation ("≈ 2.5%", "~40", "about 3"): not a copy of a printed value
+APPROXIMATE = re.compile(r"≈|~|\b(?:about|approx\w*|roughly|around|c\.)\s", re.IGNORECASE)
+
+
+def _table_rows(paragraph: str) -> list[list[str]]:
+    """A markdown table's body rows as cells (header and ``|---|`` rule dropped)."""
+    lines = [line.strip() for line in paragraph.splitlines() if line.strip().startswith("|")]
+    if len(lines) < 3 or not re.fullmatch(r"\|?[\s:|-]+\|?", lines[1]):
+        return []
+    return [[c.strip() for c in line.strip("|").split("|")] for line in lines[2:]]
+
+
+def column_breaks(report: str, observed: ObservedValues) -> set[str]:
+    """Table cells no output shows in a column whose other cells the run printed (at least two, and most of
+    the column), and that no arithmetic on their own row's supported values gives: rows 1-3 copied from a
+    printed ranking and rows 4-5 written in by hand. A column the agent derived by hand throughout (a share
+    of a total, a difference) has no printed cells, so this never reads it."""
+    found: set[str] = set()
+    for paragraph in re.split(r"\n\s*\n", report):
+        rows = _table_rows(paragraph)
+        if len(rows) < 3:
+            continue
+        width = max(len(r) for r in rows)
+        for col in range(1, width):
+            parsed = [(i, parse_numbers(r[col])) for i, r in enumerate(rows) if col < len(r)]
+            cells = [(i, ns[0]) for i, ns in parsed if len(ns) == 1 and ns[0].is_result and not ns[0].bound
+                     and not APPROXIMATE.search(rows[i][col])]
+            if len(cells) < 3:
+                continue
+            direct = {i for i, n in cells if directly_supported(n, observed)}
+            for i, number in cells:
+                if i in direct or len(direct) < 2 or 2 * len(direct) < len(cells):
+                    continue
+                own = [source_value(m, observed) for c, cell in enumerate(rows[i]) if c != col
+                       for m in parse_numbers(cell)]
+                own += [source_value(m, observed) for j, m in cells if j != i]  # a difference row of the column
+                operands = [v for v in own if v is not None]
+                if not (derived(number, operands) or converted(number, operands)):
+                    found.add(number.text)
+    return found
 
 
 #: what precedes an uncertainty or a test statistic: a standard error, an interval, t, z, chi-squared
