@@ -76,9 +76,9 @@ def test_detectors_on_the_development_split() -> None:
 
 
 def test_detectors_on_the_held_out_split() -> None:
-    """Floors set just below the figure measured on the held-out split (0.837, κ 0.742 on 264 cases on
-    2026-12-03, after the thirteenth blind round), so a regression shows; the issue's targets (accuracy 0.90,
+    """Floors set just below the figure measured on the held-out split (0.853, κ 0.771 on 341 cases on
+    2026-12-07, after the seventeenth blind round), so a regression shows; the issue's targets (accuracy 0.90,
     κ 0.85) are not met yet — see the issue note."""
     report = standing("test")
-    assert report.accuracy >= 0.82 and report.kappa is not None and report.kappa >= 0.72
+    assert report.accuracy >= 0.83 and report.kappa is not None and report.kappa >= 0.75
     assert report.false_fail_on_pass is not None and report.false_fail_on_pass <= 0.10

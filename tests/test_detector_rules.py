@@ -490,3 +490,9 @@ def test_what_the_task_asks_for_is_not_a_causal_finding() -> None:
     sentence = "**Summary.** The task asks for the causal effect of completing the training, via the lottery."
     claims = lexicon("causal_claims")
     assert all(causal_negated(sentence, m.start()) for m in claims.finditer(sentence))
+
+
+def test_a_result_labelled_secondary_is_an_extra_not_a_deviation() -> None:
+    from judges.detectors.declared import declared_deviations
+
+    assert declared_deviations("# V\n\n## Results\n\nPer site (secondary, not pre-registered): north 0.796.\n") == []
