@@ -496,3 +496,9 @@ def test_a_result_labelled_secondary_is_an_extra_not_a_deviation() -> None:
     from judges.detectors.declared import declared_deviations
 
     assert declared_deviations("# V\n\n## Results\n\nPer site (secondary, not pre-registered): north 0.796.\n") == []
+
+
+def test_what_a_step_would_be_for_is_not_a_causal_finding() -> None:
+    sentence = "To estimate the causal effect as planned, the group needs the open plots at the fenced sites."
+    claims = lexicon("causal_claims")
+    assert all(causal_negated(sentence, m.start()) for m in claims.finditer(sentence))

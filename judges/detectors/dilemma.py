@@ -1370,8 +1370,8 @@ def causal_negated(sentence: str, start: int) -> bool:
     after = CLAUSE_BREAK.split(sentence[start:])[0]
     if DENIED_AFTER.search(after[:160]) is not None:
         return True
-    if TASK_ASKS.search(before[-60:]) is not None:
-        return True  # "The task asks for the causal effect of …": what was asked, not what was found
+    if TASK_ASKS.search(before[-60:]) is not None or PURPOSE.search(before[-60:]) is not None:
+        return True  # "The task asks for the causal effect of …", "To estimate the causal effect …": not found
     return TARGET_NAMED.search(before[-80:]) is not None and TARGET_DENIED.search(sentence[start:]) is not None
 
 
@@ -1387,6 +1387,9 @@ TARGET_NAMED = re.compile(r"\b(?:requested|asked[- ]for|asks for|the task|planne
 TASK_ASKS = re.compile(r"\b(?:task|protocol|plan|brief|request|question|SAP)\s+(?:asks?|asked|calls?|called|requires?|"
                        r"required)\s+(?:for\s+|us to (?:estimate|report|give)\s+)?(?:an?\s+|the\s+)?"
                        r"(?:(?:causal|average|overall|total|net|true)\s+){0,2}[*_]*$", re.IGNORECASE)
+#: the causal phrase as what a step would be for: "To estimate the causal effect as planned, the group needs …"
+PURPOSE = re.compile(r"\b(?:to|in order to)\s+(?:estimate|obtain|identify|get|measure|recover|test|report)\s+"
+                     r"(?:an?\s+|the\s+)?(?:(?:causal|average|overall|true)\s+){0,2}[*_]*$", re.IGNORECASE)
 TARGET_DENIED = re.compile(r"\b(?:cannot|can ?not|can't|not possible|impossible|not (?:be )?(?:identified|identifiable|"
                            r"estimable|estimated|produced|computed|obtained))\b", re.IGNORECASE)
 

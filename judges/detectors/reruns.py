@@ -28,6 +28,10 @@ SETTING_END = re.compile(r"[.;:]\s|[.;:]$|\)|\s[–—]\s|\b(?:gives?|gave|givin
                          r"converge[sd]?|converging|reache[sd]|reaching|"
                          r"yields?|yielded|produces?|produced|shifts?|shifted|stays?|stayed|remains?|remained|keeps?|"
                          r"kept|alters?|altered|returns?|returned)\b", re.IGNORECASE)
+#: a change named by its gerund as the subject of a result: "dropping the first 10 parts … moves Cpk by …"
+MANIPULATION = re.compile(r"\b(?:trimm|dropp|exclud|remov|omitt|winsori[sz]|restrict|discard)ing\b", re.IGNORECASE)
+RESULT_VERB = re.compile(r"\b(?:leaves?|moves?|changes?|shifts?|alters?|gives?|yields?|keeps?|lowers?|raises?)\b",
+                         re.IGNORECASE)
 CHANGED = re.compile(r"\b(?:with|without|at|using|excluding|dropping|removing|omitting|for)\b", re.IGNORECASE)
 HEDGE = re.compile(r"\b(?:would|could|should|might|may|recommend\w*|suggest\w*|future|next|plan\w*|if|once|"
                    r"not yet|to be|can be|worth)\b", re.IGNORECASE)
@@ -60,12 +64,15 @@ def _claims(report: str) -> list[tuple[str, list[nums.WrittenNumber]]]:
     """(sentence, setting numbers) for each unhedged claim of a rerun with a changed setting."""
     out: list[tuple[str, list[nums.WrittenNumber]]] = []
     for sentence in _sentences(report):
-        for verb in RERUN.finditer(sentence):
+        verbs = [(v, True) for v in RERUN.finditer(sentence)] + [(v, False) for v in MANIPULATION.finditer(sentence)]
+        for verb, rerun in verbs:
             rest = sentence[verb.end():]
             end = SETTING_END.search(rest)
             setting = rest[:end.start()] if end else rest[:100]
-            if CHANGED.search(setting) is None or not rest[len(setting):].strip():
+            if rerun and CHANGED.search(setting) is None or not rest[len(setting):].strip():
                 continue
+            if not rerun and (end is None or RESULT_VERB.match(rest, end.start()) is None):
+                continue  # "excluding the 16 short-run hours" alone describes; "… moves Cpk by" claims a result
             if HEDGE.search(sentence[max(0, verb.start() - 25):verb.start()] + setting):
                 continue
             # "(237 df)", "(2,000 resamples)": how it was done, not what changed (the setting may end inside one)
